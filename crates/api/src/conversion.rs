@@ -1,0 +1,191 @@
+//! Conversion between versions of a resource that share storage.
+//! Today: autoscaling/v1 ↔ autoscaling/v2 HorizontalPodAutoscaler, as upstream's
+//! `pkg/apis/autoscaling/v1/conversion.go` maps them (CPU utilisation target ↔
+//! a Resource metric; other v2 metrics ride along in annotations).
+
+use serde_json::{Map, Value, json};
+
+/// Annotations upstream uses to keep v2-only data on a v1 object.
+const METRICS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/metrics";
+const CURRENT_METRICS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/current-metrics";
+const BEHAVIOR_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/behavior";
+const CONDITIONS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/conditions";
+
+/// Converts `obj` to `group/version`; objects of other kinds pass unchanged.
+pub fn convert(obj: Value, group: &str, version: &str) -> Value {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    match (group, kind, version) {
+        ("autoscaling", "HorizontalPodAutoscaler", "v1") => hpa_v2_to_v1(obj),
+        ("autoscaling", "HorizontalPodAutoscaler", "v2") => hpa_v1_to_v2(obj),
+        _ => obj,
+    }
+}
+
+fn is_cpu_utilization(m: &Value) -> bool {
+    m.get("type").and_then(Value::as_str) == Some("Resource")
+        && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
+        && m.pointer("/resource/target/type").and_then(Value::as_str) == Some("Utilization")
+}
+
+fn annotations(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    if !obj["metadata"]["annotations"].is_object() {
+        obj["metadata"]["annotations"] = json!({});
+    }
+    // Both were just made objects.
+    obj["metadata"]["annotations"].as_object_mut().expect("annotations is an object")
+}
+
+fn hpa_v2_to_v1(mut obj: Value) -> Value {
+    if obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1") {
+        return obj;
+    }
+    obj["apiVersion"] = json!("autoscaling/v1");
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let metrics = spec.get("metrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut new_spec = json!({});
+    for k in ["scaleTargetRef", "minReplicas", "maxReplicas"] {
+        if let Some(v) = spec.get(k) {
+            new_spec[k] = v.clone();
+        }
+    }
+    let (cpu, others): (Vec<Value>, Vec<Value>) = metrics.into_iter().partition(is_cpu_utilization);
+    if let Some(c) = cpu.first().and_then(|m| m.pointer("/resource/target/averageUtilization")) {
+        new_spec["targetCPUUtilizationPercentage"] = c.clone();
+    }
+    if !others.is_empty() {
+        annotations(&mut obj).insert(METRICS_ANNOTATION.into(), json!(Value::Array(others).to_string()));
+    }
+    if let Some(b) = spec.get("behavior") {
+        annotations(&mut obj).insert(BEHAVIOR_ANNOTATION.into(), json!(b.to_string()));
+    }
+    obj["spec"] = new_spec;
+    if let Some(status) = obj.get("status").cloned() {
+        let mut s = json!({});
+        for k in ["observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"] {
+            if let Some(v) = status.get(k) {
+                s[k] = v.clone();
+            }
+        }
+        if s.get("currentReplicas").is_none() {
+            s["currentReplicas"] = json!(0);
+        }
+        if s.get("desiredReplicas").is_none() {
+            s["desiredReplicas"] = json!(0);
+        }
+        let current = status.get("currentMetrics").and_then(Value::as_array).cloned().unwrap_or_default();
+        let (cpu, others): (Vec<Value>, Vec<Value>) = current.into_iter().partition(|m| {
+            m.get("type").and_then(Value::as_str) == Some("Resource")
+                && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
+        });
+        if let Some(u) = cpu.first().and_then(|m| m.pointer("/resource/current/averageUtilization")) {
+            s["currentCPUUtilizationPercentage"] = u.clone();
+        }
+        if !others.is_empty() {
+            annotations(&mut obj).insert(CURRENT_METRICS_ANNOTATION.into(), json!(Value::Array(others).to_string()));
+        }
+        if let Some(c) = status.get("conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
+            annotations(&mut obj).insert(CONDITIONS_ANNOTATION.into(), json!(c.to_string()));
+        }
+        obj["status"] = s;
+    }
+    obj
+}
+
+fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
+    let s = obj["metadata"]["annotations"].as_object_mut()?.remove(key)?;
+    serde_json::from_str(s.as_str()?).ok()
+}
+
+fn hpa_v1_to_v2(mut obj: Value) -> Value {
+    if obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v2") {
+        return obj;
+    }
+    obj["apiVersion"] = json!("autoscaling/v2");
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mut new_spec = json!({});
+    for k in ["scaleTargetRef", "minReplicas", "maxReplicas"] {
+        if let Some(v) = spec.get(k) {
+            new_spec[k] = v.clone();
+        }
+    }
+    let mut metrics = Vec::new();
+    if let Some(t) = spec.get("targetCPUUtilizationPercentage") {
+        metrics.push(json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": t}}}));
+    }
+    if let Some(Value::Array(others)) = take_annotation(&mut obj, METRICS_ANNOTATION) {
+        metrics.extend(others);
+    }
+    if !metrics.is_empty() {
+        new_spec["metrics"] = Value::Array(metrics);
+    }
+    if let Some(b) = take_annotation(&mut obj, BEHAVIOR_ANNOTATION) {
+        new_spec["behavior"] = b;
+    }
+    obj["spec"] = new_spec;
+    let current_others = take_annotation(&mut obj, CURRENT_METRICS_ANNOTATION);
+    let conditions = take_annotation(&mut obj, CONDITIONS_ANNOTATION);
+    if let Some(status) = obj.get("status").cloned() {
+        let mut s = json!({});
+        for k in ["observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"] {
+            if let Some(v) = status.get(k) {
+                s[k] = v.clone();
+            }
+        }
+        let mut current = Vec::new();
+        if let Some(u) = status.get("currentCPUUtilizationPercentage") {
+            current.push(json!({"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": u}}}));
+        }
+        if let Some(Value::Array(o)) = current_others {
+            current.extend(o);
+        }
+        if !current.is_empty() {
+            s["currentMetrics"] = Value::Array(current);
+        }
+        if let Some(c) = conditions {
+            s["conditions"] = c;
+        }
+        obj["status"] = s;
+    }
+    if obj["metadata"]["annotations"].as_object().is_some_and(Map::is_empty) {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("annotations");
+        }
+    }
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hpa_roundtrip_keeps_v2_only_fields() {
+        let v2 = json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d", "apiVersion": "apps/v1"},
+                "minReplicas": 1, "maxReplicas": 5,
+                "metrics": [
+                    {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
+                    {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
+            "status": {"currentReplicas": 2, "desiredReplicas": 3}
+        });
+        let v1 = convert(v2.clone(), "autoscaling", "v1");
+        assert_eq!(v1["apiVersion"], "autoscaling/v1");
+        assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 60);
+        assert!(v1["spec"].get("metrics").is_none());
+        assert!(v1["metadata"]["annotations"][METRICS_ANNOTATION].is_string());
+        let back = convert(v1, "autoscaling", "v2");
+        assert_eq!(back, v2);
+    }
+
+    #[test]
+    fn other_kinds_pass_through() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod"});
+        assert_eq!(convert(pod.clone(), "autoscaling", "v1"), pod);
+    }
+}

@@ -1,0 +1,14 @@
+//! Berth apimachinery: pure logic over API objects, no I/O and no async.
+//!
+//! Objects are handled as `serde_json::Value` in their wire form (as upstream's
+//! "unstructured"), decoded through their k8s-openapi type where types matter.
+
+pub mod conversion;
+pub mod registry;
+pub mod selector;
+pub mod quantity;
+pub mod validation;
+pub mod defaults;
+pub mod qos;
+pub mod printers;
+pub mod openapi;

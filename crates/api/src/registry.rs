@@ -1,0 +1,266 @@
+//! The served resource types: what discovery lists, what the REST layer routes,
+//! and how each body is decoded (through its k8s-openapi type).
+
+use k8s_openapi::api;
+use k8s_openapi::schemars::{Schema, SchemaGenerator};
+use serde_json::Value;
+
+/// One served resource at one group-version.
+#[derive(Debug)]
+pub struct ResourceType {
+    /// "" for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub list_kind: &'static str,
+    /// The URL path segment, e.g. `pods`.
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Subresources served under `<plural>/<name>/<sub>`.
+    pub subresources: &'static [&'static str],
+    pub verbs: &'static [&'static str],
+    /// The group-version objects of this resource are stored in; other versions
+    /// are converted on the way in and out.
+    pub storage_version: &'static str,
+    /// Decodes JSON into the typed struct and back: unknown fields are dropped,
+    /// wrong types are an error (as upstream's decoder does).
+    pub roundtrip: fn(Value) -> Result<Value, serde_json::Error>,
+    /// The OpenAPI schema of the kind (with descriptions).
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The Rust type's schema name, the key under `components.schemas`.
+    pub schema_name: fn() -> std::borrow::Cow<'static, str>,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `deployments.apps`: the name RBAC, storage keys and messages use.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    pub fn is_storage_version(&self) -> bool {
+        self.version == self.storage_version
+    }
+}
+
+const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS_NO_COLLECTION_DELETE: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+const ALL: &[&str] = &["all"];
+const STATUS: &[&str] = &["status"];
+const STATUS_SCALE: &[&str] = &["status", "scale"];
+const POD_SUBRESOURCES: &[&str] = &[
+    "status",
+    "log",
+    "exec",
+    "attach",
+    "portforward",
+    "binding",
+    "eviction",
+    "ephemeralcontainers",
+    "resize",
+    "proxy",
+];
+
+fn roundtrip<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> Result<Value, serde_json::Error> {
+    let typed: T = serde_json::from_value(v)?;
+    serde_json::to_value(typed)
+}
+
+macro_rules! resource {
+    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr) => {
+        resource!($ty, $plural, $singular, $namespaced, short: $short, cat: $cat, sub: $sub, verbs: VERBS, storage: None)
+    };
+    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr, verbs: $verbs:expr, storage: $storage:expr) => {
+        ResourceType {
+            group: <$ty as k8s_openapi::Resource>::GROUP,
+            version: <$ty as k8s_openapi::Resource>::VERSION,
+            kind: <$ty as k8s_openapi::Resource>::KIND,
+            list_kind: <$ty as k8s_openapi::ListableResource>::LIST_KIND,
+            plural: $plural,
+            singular: $singular,
+            namespaced: $namespaced,
+            short_names: $short,
+            categories: $cat,
+            subresources: $sub,
+            verbs: $verbs,
+            storage_version: match $storage {
+                Some(v) => v,
+                None => <$ty as k8s_openapi::Resource>::VERSION,
+            },
+            roundtrip: roundtrip::<$ty>,
+            schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
+            schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
+        }
+    };
+}
+
+const NS: bool = true;
+const CLUSTER: bool = false;
+const NONE: &[&str] = &[];
+
+/// Every served resource. Order is discovery order within a group; groups appear
+/// in the order of their first resource (upstream's preferred order: core first).
+pub static RESOURCES: &[ResourceType] = &[
+    // core/v1
+    resource!(api::core::v1::ConfigMap, "configmaps", "configmap", NS, short: &["cm"], cat: NONE, sub: NONE),
+    resource!(api::core::v1::Endpoints, "endpoints", "endpoints", NS, short: &["ep"], cat: NONE, sub: NONE),
+    resource!(api::core::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE),
+    resource!(api::core::v1::LimitRange, "limitranges", "limitrange", NS, short: &["limits"], cat: NONE, sub: NONE),
+    resource!(api::core::v1::Namespace, "namespaces", "namespace", CLUSTER, short: &["ns"], cat: NONE, sub: &["status", "finalize"], verbs: VERBS_NO_COLLECTION_DELETE, storage: None),
+    resource!(api::core::v1::Node, "nodes", "node", CLUSTER, short: &["no"], cat: NONE, sub: &["status", "proxy"]),
+    resource!(api::core::v1::PersistentVolumeClaim, "persistentvolumeclaims", "persistentvolumeclaim", NS, short: &["pvc"], cat: NONE, sub: STATUS),
+    resource!(api::core::v1::PersistentVolume, "persistentvolumes", "persistentvolume", CLUSTER, short: &["pv"], cat: NONE, sub: STATUS),
+    resource!(api::core::v1::Pod, "pods", "pod", NS, short: &["po"], cat: ALL, sub: POD_SUBRESOURCES),
+    resource!(api::core::v1::PodTemplate, "podtemplates", "podtemplate", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::core::v1::ReplicationController, "replicationcontrollers", "replicationcontroller", NS, short: &["rc"], cat: ALL, sub: STATUS_SCALE),
+    resource!(api::core::v1::ResourceQuota, "resourcequotas", "resourcequota", NS, short: &["quota"], cat: NONE, sub: STATUS),
+    resource!(api::core::v1::Secret, "secrets", "secret", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::core::v1::ServiceAccount, "serviceaccounts", "serviceaccount", NS, short: &["sa"], cat: NONE, sub: &["token"]),
+    resource!(api::core::v1::Service, "services", "service", NS, short: &["svc"], cat: ALL, sub: &["status", "proxy"]),
+    // apps/v1
+    resource!(api::apps::v1::ControllerRevision, "controllerrevisions", "controllerrevision", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::apps::v1::DaemonSet, "daemonsets", "daemonset", NS, short: &["ds"], cat: ALL, sub: STATUS),
+    resource!(api::apps::v1::Deployment, "deployments", "deployment", NS, short: &["deploy"], cat: ALL, sub: STATUS_SCALE),
+    resource!(api::apps::v1::ReplicaSet, "replicasets", "replicaset", NS, short: &["rs"], cat: ALL, sub: STATUS_SCALE),
+    resource!(api::apps::v1::StatefulSet, "statefulsets", "statefulset", NS, short: &["sts"], cat: ALL, sub: STATUS_SCALE),
+    // autoscaling: v2 is the storage version; v1 is converted.
+    resource!(api::autoscaling::v2::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS),
+    resource!(api::autoscaling::v1::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS, verbs: VERBS, storage: Some("v2")),
+    // batch/v1
+    resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS),
+    resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
+    resource!(api::coordination::v1::Lease, "leases", "lease", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::discovery::v1::EndpointSlice, "endpointslices", "endpointslice", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE),
+    // networking.k8s.io/v1
+    resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::networking::v1::Ingress, "ingresses", "ingress", NS, short: &["ing"], cat: NONE, sub: STATUS),
+    resource!(api::networking::v1::NetworkPolicy, "networkpolicies", "networkpolicy", NS, short: &["netpol"], cat: NONE, sub: NONE),
+    resource!(api::policy::v1::PodDisruptionBudget, "poddisruptionbudgets", "poddisruptionbudget", NS, short: &["pdb"], cat: NONE, sub: STATUS),
+    // rbac.authorization.k8s.io/v1 (stored; enforced later)
+    resource!(api::rbac::v1::ClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", CLUSTER, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::rbac::v1::ClusterRole, "clusterroles", "clusterrole", CLUSTER, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::rbac::v1::RoleBinding, "rolebindings", "rolebinding", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::rbac::v1::Role, "roles", "role", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::scheduling::v1::PriorityClass, "priorityclasses", "priorityclass", CLUSTER, short: &["pc"], cat: NONE, sub: NONE),
+    // storage.k8s.io/v1
+    resource!(api::storage::v1::CSIDriver, "csidrivers", "csidriver", CLUSTER, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::storage::v1::CSINode, "csinodes", "csinode", CLUSTER, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::storage::v1::StorageClass, "storageclasses", "storageclass", CLUSTER, short: &["sc"], cat: NONE, sub: NONE),
+    resource!(api::storage::v1::VolumeAttachment, "volumeattachments", "volumeattachment", CLUSTER, short: NONE, cat: NONE, sub: STATUS),
+];
+
+/// A served API group with its versions, preferred first.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub name: &'static str,
+    pub versions: Vec<&'static str>,
+}
+
+/// Groups in discovery order. Within a group the preferred version comes first
+/// (v2 before v1 for autoscaling, as upstream).
+pub fn groups() -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for r in RESOURCES {
+        match out.iter_mut().find(|g| g.name == r.group) {
+            Some(g) => {
+                if !g.versions.contains(&r.version) {
+                    g.versions.push(r.version);
+                }
+            }
+            None => out.push(Group { name: r.group, versions: vec![r.version] }),
+        }
+    }
+    out
+}
+
+/// Resources of one group-version.
+pub fn resources_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceType> + 'a {
+    RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
+}
+
+/// The resource served at `group/version/plural`.
+pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The resource of a kind at a group-version (for bodies naming `apiVersion`/`kind`).
+pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.kind == kind)
+}
+
+/// Splits an `apiVersion` into group and version (`v1` → ("", "v1")).
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_resource_roundtrips_its_own_kind() {
+        for r in RESOURCES {
+            let obj = serde_json::json!({
+                "apiVersion": r.api_version(),
+                "kind": r.kind,
+                "metadata": {"name": "x", "unknownField": 1},
+            });
+            let out = (r.roundtrip)(obj).unwrap_or_else(|e| panic!("{}: {e}", r.kind));
+            assert_eq!(out["metadata"]["name"], "x", "{}", r.kind);
+            assert!(out["metadata"].get("unknownField").is_none(), "{} kept an unknown field", r.kind);
+        }
+    }
+
+    #[test]
+    fn short_names_are_unique_per_resource() {
+        let mut seen = std::collections::HashMap::new();
+        for r in RESOURCES {
+            for s in r.short_names {
+                // events and events.events.k8s.io share `ev`, as upstream.
+                if let Some(prev) = seen.insert(*s, r.plural) {
+                    assert_eq!(prev, r.plural, "short name {s} reused");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn autoscaling_prefers_v2() {
+        let g = groups().into_iter().find(|g| g.name == "autoscaling").unwrap();
+        assert_eq!(g.versions, vec!["v2", "v1"]);
+    }
+
+    #[test]
+    fn lookups() {
+        assert_eq!(lookup("apps", "v1", "deployments").unwrap().kind, "Deployment");
+        assert_eq!(lookup_kind("", "v1", "Pod").unwrap().plural, "pods");
+        assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(split_api_version("v1"), ("", "v1"));
+    }
+}

@@ -1,0 +1,175 @@
+//! Berth's API server: Kubernetes' REST API over a [`berth_store::Store`].
+//!
+//! Layout: `server` (listeners, authn, routing) → `rest` (verbs) / `watch` /
+//! `discovery` / `negotiate` (Table, metadata) → `decode` (bodies, field
+//! validation) and `strategy` (per-kind rules) → `objects` (storage keys/bytes).
+
+pub mod decode;
+pub mod discovery;
+pub mod metrics;
+pub mod negotiate;
+pub mod objects;
+pub mod openapi_cache;
+pub mod pki;
+pub mod request;
+pub mod rest;
+pub mod server;
+pub mod smp;
+pub mod status;
+pub mod strategy;
+pub mod watch;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use berth_store::Store;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tracing::info;
+
+/// Namespaces that exist from the start, as upstream's bootstrap creates them.
+pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub bind_address: IpAddr,
+    /// 0 picks a free port (tests).
+    pub secure_port: u16,
+    /// Plain HTTP on 127.0.0.1, trusted as admin; for tests only.
+    pub insecure_port: Option<u16>,
+    /// Extra names and addresses for the serving certificate.
+    pub tls_sans: Vec<String>,
+    /// Where the admin kubeconfig is written (default `<data-dir>/kubeconfig.yaml`).
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// A bound, not yet serving, API server.
+pub struct ApiServer {
+    pub secure_addr: SocketAddr,
+    pub insecure_addr: Option<SocketAddr>,
+    pub kubeconfig: PathBuf,
+    pub admin_token: String,
+    state: Arc<server::State>,
+    secure: TcpListener,
+    insecure: Option<TcpListener>,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+fn tls_config(pki: &pki::Pki) -> Result<rustls::ServerConfig> {
+    let certs = rustls_pemfile::certs(&mut pki.serving_cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
+    let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())?.context("no serving key")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in rustls_pemfile::certs(&mut pki.ca_pem.as_bytes()) {
+        roots.add(ca?)?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        .allow_unauthenticated()
+        .build()?;
+    let mut cfg = rustls::ServerConfig::builder().with_client_cert_verifier(verifier).with_single_cert(certs, key)?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
+impl ApiServer {
+    /// Prepares PKI and kubeconfig, bootstraps system objects, and binds the ports.
+    pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut sans = config.tls_sans.clone();
+        if !config.bind_address.is_unspecified() {
+            sans.push(config.bind_address.to_string());
+        }
+        let pki = pki::load_or_create(&config.data_dir, &sans)?;
+        let secure = TcpListener::bind(SocketAddr::new(config.bind_address, config.secure_port))
+            .await
+            .with_context(|| format!("binding {}:{}", config.bind_address, config.secure_port))?;
+        let secure_addr = secure.local_addr()?;
+        let insecure = match config.insecure_port {
+            Some(p) => Some(
+                TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], p)))
+                    .await
+                    .with_context(|| format!("binding 127.0.0.1:{p}"))?,
+            ),
+            None => None,
+        };
+        let insecure_addr = insecure.as_ref().map(|l| l.local_addr()).transpose()?;
+        let host = if config.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { config.bind_address.to_string() };
+        let server_url = match config.bind_address {
+            IpAddr::V6(_) if !config.bind_address.is_unspecified() => format!("https://[{host}]:{}", secure_addr.port()),
+            _ => format!("https://{host}:{}", secure_addr.port()),
+        };
+        let kubeconfig = config.kubeconfig.clone().unwrap_or_else(|| config.data_dir.join("kubeconfig.yaml"));
+        pki.write_kubeconfig(&kubeconfig, &server_url)?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(&pki)?));
+        let state = Arc::new(server::State {
+            rest: rest::Rest { store: store.clone() },
+            metrics: metrics::Metrics::default(),
+            admin_token: pki.admin_token.clone(),
+            openapi: openapi_cache::OpenApiCache::default(),
+            server_address: format!("{host}:{}", secure_addr.port()),
+        });
+        bootstrap(&state.rest).await?;
+        let warm = state.clone();
+        tokio::task::spawn_blocking(move || warm.openapi.warm());
+        Ok(ApiServer {
+            secure_addr,
+            insecure_addr,
+            kubeconfig,
+            admin_token: pki.admin_token,
+            state,
+            secure,
+            insecure,
+            acceptor,
+        })
+    }
+
+    /// Serves until `shutdown` flips to true.
+    pub async fn serve(self, shutdown: tokio::sync::watch::Receiver<bool>) {
+        info!(address = %self.secure_addr, "API server listening (HTTPS)");
+        let tls = tokio::spawn(server::serve_tls(self.secure, self.acceptor, self.state.clone(), shutdown.clone()));
+        if let Some(l) = self.insecure {
+            info!(address = ?self.insecure_addr, "API server listening (plain HTTP, loopback, trusted)");
+            let plain = tokio::spawn(server::serve_plain(l, self.state.clone(), shutdown));
+            let _ = plain.await;
+        }
+        let _ = tls.await;
+    }
+}
+
+/// Compacts store history as kube-apiserver does with etcd: every `interval`,
+/// to the revision seen one interval earlier, so at least `interval` of history
+/// stays available to watchers resuming from a resourceVersion.
+pub async fn compactor(store: Arc<dyn Store>, interval: std::time::Duration) {
+    let mut previous: Option<i64> = None;
+    let mut tick = tokio::time::interval(interval);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        if let Some(rev) = previous {
+            if let Err(e) = store.compact(rev).await {
+                tracing::warn!(error = %e, revision = rev, "compaction failed");
+            }
+        }
+        previous = store.current_revision().await.ok();
+    }
+}
+
+/// Creates the system namespaces when missing.
+async fn bootstrap(rest: &rest::Rest) -> Result<()> {
+    let rt = berth_api::registry::lookup("", "v1", "namespaces").context("namespaces not registered")?;
+    let rp = request::ResourcePath { rt, namespace: None, name: None, subresource: None, legacy_watch: false };
+    for ns in SYSTEM_NAMESPACES {
+        if rest.store.get(&objects::key(rt, None, ns)).await?.is_some() {
+            continue;
+        }
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
+        match rest.create(&rp, body, &request::Query::default()).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => anyhow::bail!("creating namespace {ns}: {e}"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,877 @@
+//! The verbs on stored resources: get, list, create, update, patch, delete,
+//! deletecollection — with upstream's preconditions, defaulting, validation and
+//! graceful deletion.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use berth_api::registry::{self, ResourceType};
+use berth_api::selector::{FieldSelector, LabelSelector};
+use berth_store::{KeyValue, RangeRequest, Store, StoreError};
+use serde_json::{Value, json};
+
+use crate::decode::{self, FieldValidation};
+use crate::objects;
+use crate::request::{Query, ResourcePath};
+use crate::status::{ApiError, ApiResult};
+use crate::strategy::{self, UpdateScope};
+
+/// A successful reply: HTTP code, body, and `Warning` headers.
+pub struct Reply {
+    pub code: u16,
+    pub body: Value,
+    pub warnings: Vec<String>,
+}
+
+impl Reply {
+    pub fn ok(body: Value) -> Self {
+        Reply { code: 200, body, warnings: Vec::new() }
+    }
+}
+
+/// How many times a patch re-reads and re-applies after a concurrent write.
+const PATCH_RETRIES: usize = 16;
+
+pub struct Rest {
+    pub store: Arc<dyn Store>,
+}
+
+fn name_of(rp: &ResourcePath) -> ApiResult<&str> {
+    rp.name.as_deref().ok_or_else(ApiError::method_not_allowed)
+}
+
+fn ns_of(rp: &ResourcePath) -> Option<&str> {
+    if rp.rt.namespaced { rp.namespace.as_deref() } else { None }
+}
+
+/// Label and field selectors of a list or watch request.
+pub struct Selectors {
+    labels: Option<LabelSelector>,
+    fields: Option<FieldSelector>,
+    rt: &'static ResourceType,
+}
+
+impl Selectors {
+    pub fn from_query(rt: &'static ResourceType, q: &Query) -> ApiResult<Self> {
+        let labels = match q.get("labelSelector") {
+            Some(s) => Some(
+                LabelSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            ),
+            None => None,
+        };
+        let fields = match q.get("fieldSelector") {
+            Some(s) => {
+                let fs = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
+                for f in fs.fields() {
+                    if !berth_api::selector::supported_field((rt.group, rt.kind), f) {
+                        return Err(ApiError::bad_request(format!("field label not supported: {f}")));
+                    }
+                }
+                Some(fs)
+            }
+            None => None,
+        };
+        Ok(Selectors { labels, fields, rt })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(l) = &self.labels {
+            if !l.matches(&objects::labels(obj)) {
+                return false;
+            }
+        }
+        if let Some(f) = &self.fields {
+            let key = (self.rt.group, self.rt.kind);
+            if !f.matches(|field| berth_api::selector::field_value(key, obj, field)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The continue token: where the next page starts and at which revision.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: i64,
+    start: String,
+}
+
+fn encode_continue(rv: i64, last_key: &str) -> String {
+    let t = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: last_key.to_string() };
+    base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&t).unwrap_or_default())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
+    let bad = || ApiError::bad_request("continue key is not valid: the continue token is malformed".to_string());
+    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
+    let t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    if t.v != "meta.k8s.io/v1" || !t.start.starts_with(prefix) {
+        return Err(bad());
+    }
+    Ok(t)
+}
+
+impl Rest {
+    async fn namespace_must_accept(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+        let ns_rt = registry::lookup("", "v1", "namespaces").ok_or_else(|| ApiError::internal("no namespaces"))?;
+        match self.store.get(&objects::key(ns_rt, None, ns)).await? {
+            None => Err(ApiError::not_found(ns_rt, ns)),
+            Some(kv) => {
+                let obj = objects::decode(&kv)?;
+                if objects::is_deleting(&obj) {
+                    let mut e = ApiError::forbidden(format!(
+                        "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
+                        rt.group_resource(),
+                        name,
+                        ns
+                    ));
+                    e.details = Some(json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}));
+                    return Err(e);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn current(&self, rt: &ResourceType, ns: Option<&str>, name: &str) -> ApiResult<(Value, KeyValue)> {
+        match self.store.get(&objects::key(rt, ns, name)).await? {
+            Some(kv) => Ok((objects::decode(&kv)?, kv)),
+            None => Err(ApiError::not_found(rt, name)),
+        }
+    }
+
+    /// Converts a stored object to the version the request asked for.
+    fn to_version(&self, rt: &ResourceType, obj: Value) -> Value {
+        if rt.is_storage_version() { obj } else { berth_api::conversion::convert(obj, rt.group, rt.version) }
+    }
+
+    fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
+        if rt.is_storage_version() { obj } else { berth_api::conversion::convert(obj, rt.group, rt.storage_version) }
+    }
+
+    fn storage_rt(&self, rt: &'static ResourceType) -> &'static ResourceType {
+        if rt.is_storage_version() {
+            rt
+        } else {
+            registry::lookup(rt.group, rt.storage_version, rt.plural).unwrap_or(rt)
+        }
+    }
+
+    pub async fn get(&self, rp: &ResourcePath) -> ApiResult<Value> {
+        let name = name_of(rp)?;
+        let (obj, _) = self.current(rp.rt, ns_of(rp), name).await?;
+        match rp.subresource.as_deref() {
+            Some("scale") => Ok(scale_of(rp.rt, &obj)),
+            None | Some("status") | Some("ephemeralcontainers") | Some("resize") => Ok(self.to_version(rp.rt, obj)),
+            Some(_) => Err(ApiError::method_not_allowed()),
+        }
+    }
+
+    pub async fn list(&self, rp: &ResourcePath, q: &Query) -> ApiResult<Value> {
+        let rt = rp.rt;
+        let prefix = objects::list_prefix(rt, ns_of(rp));
+        let sel = Selectors::from_query(rt, q)?;
+        let limit = q.int("limit")?.unwrap_or(0).max(0) as usize;
+        let (mut start_after, mut revision) = (None, 0i64);
+        if let Some(token) = q.get("continue") {
+            let t = decode_continue(token, &prefix)?;
+            start_after = Some(t.start);
+            revision = t.rv;
+        } else if let Some(rv) = q.get("resourceVersion") {
+            let rv: i64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+            match q.get("resourceVersionMatch") {
+                Some("Exact") => revision = rv,
+                None | Some("NotOlderThan") => {
+                    let current = self.store.current_revision().await?;
+                    if rv > current {
+                        return Err(ApiError::timeout(format!("Too large resource version: {rv}, current: {current}")));
+                    }
+                }
+                Some(other) => {
+                    return Err(ApiError::bad_request(format!("invalid resourceVersionMatch: {other}")));
+                }
+            }
+        }
+        let mut items = Vec::new();
+        let mut more = false;
+        let mut last_key = None;
+        let mut read_rev = revision;
+        let mut remaining = None;
+        loop {
+            let want = if limit == 0 { 0 } else { limit - items.len() };
+            let resp = self
+                .store
+                .range(RangeRequest { prefix: prefix.clone(), start_after: start_after.clone(), limit: want, revision: read_rev })
+                .await
+                .map_err(|e| match e {
+                    StoreError::Compacted { .. } if q.get("continue").is_some() => ApiError::gone(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    ),
+                    other => other.into(),
+                })?;
+            read_rev = resp.revision;
+            for kv in &resp.kvs {
+                let obj = objects::decode(kv)?;
+                if sel.matches(&obj) {
+                    items.push(self.to_version(rt, obj));
+                }
+                last_key = Some(kv.key.clone());
+                if limit > 0 && items.len() >= limit {
+                    break;
+                }
+            }
+            let consumed_all = last_key.as_ref() == resp.kvs.last().map(|kv| &kv.key);
+            if limit > 0 && items.len() >= limit {
+                more = resp.more || !consumed_all;
+                if more && sel.is_empty() {
+                    remaining = Some(resp.count.saturating_sub(resp.kvs.len()) as i64);
+                }
+                break;
+            }
+            if !resp.more {
+                break;
+            }
+            start_after = last_key.clone();
+        }
+        let mut meta = json!({ "resourceVersion": read_rev.to_string() });
+        if more {
+            if let Some(k) = &last_key {
+                meta["continue"] = json!(encode_continue(read_rev, k));
+            }
+            if let Some(r) = remaining {
+                meta["remainingItemCount"] = json!(r);
+            }
+        }
+        Ok(json!({
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version(),
+            "metadata": meta,
+            "items": items,
+        }))
+    }
+
+    /// Defaulting then validation, as upstream runs them before storing.
+    fn admit(&self, rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
+        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
+        let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
+        if errs.is_empty() {
+            return Ok(());
+        }
+        let name = objects::name(obj).unwrap_or("").to_string();
+        let causes = errs.iter().map(|e| e.to_cause()).collect();
+        Err(ApiError::invalid(rt, &name, berth_api::validation::invalid_message(rt, &name, &errs), causes))
+    }
+
+    pub async fn create(&self, rp: &ResourcePath, body: Value, q: &Query) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        if rp.name.is_some() {
+            return Err(ApiError::method_not_allowed());
+        }
+        let validation = FieldValidation::parse(q.get("fieldValidation"))?;
+        let dry_run = q.dry_run()?;
+        let decode::Decoded { mut obj, warnings } = decode::decode_object(rt, body, validation)?;
+        let meta = objects::meta_mut(&mut obj).ok_or_else(|| ApiError::bad_request("object is not a JSON object"))?;
+        // Namespace: from the URL; a different one in the body is an error.
+        if rt.namespaced {
+            let url_ns = rp.namespace.clone().ok_or_else(ApiError::method_not_allowed)?;
+            match meta.get("namespace").and_then(Value::as_str) {
+                Some(ns) if !ns.is_empty() && ns != url_ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    meta.insert("namespace".into(), json!(url_ns));
+                }
+            }
+        } else {
+            meta.remove("namespace");
+        }
+        let name = match meta.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            Some(n) => n.to_string(),
+            None => match meta.get("generateName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                Some(g) => {
+                    let n = berth_api::validation::generate_name(g, &mut rand::random::<u64>);
+                    meta.insert("name".into(), json!(n));
+                    n
+                }
+                None => String::new(),
+            },
+        };
+        for k in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            meta.remove(k);
+        }
+        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), json!(objects::now_rfc3339()));
+        strategy::prepare_for_create(rt, &mut obj);
+        self.admit(rt, &mut obj, None)?;
+        if let Some(ns) = ns_of(rp) {
+            self.namespace_must_accept(rt, ns, &name).await?;
+        }
+        let srt = self.storage_rt(rt);
+        let stored = self.to_storage(rt, obj);
+        let key = objects::key(srt, ns_of(rp), &name);
+        let mut out = if dry_run {
+            if self.store.get(&key).await?.is_some() {
+                return Err(ApiError::already_exists(rt, &name));
+            }
+            stored
+        } else {
+            let kv = self
+                .store
+                .create(&key, objects::encode(&stored)?)
+                .await
+                .map_err(|e| match e {
+                    StoreError::AlreadyExists(_) => ApiError::already_exists(rt, &name),
+                    other => other.into(),
+                })?;
+            let mut v = stored;
+            objects::set_resource_version(&mut v, kv.mod_revision);
+            v
+        };
+        out = self.to_version(rt, out);
+        Ok(Reply { code: 201, body: out, warnings })
+    }
+
+    /// PUT: replaces the object (or its status / scale).
+    pub async fn update(&self, rp: &ResourcePath, body: Value, q: &Query) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        let name = name_of(rp)?.to_string();
+        let validation = FieldValidation::parse(q.get("fieldValidation"))?;
+        let dry_run = q.dry_run()?;
+        if rp.subresource.as_deref() == Some("scale") {
+            return self.update_scale(rp, body, dry_run).await;
+        }
+        let decode::Decoded { obj, warnings } = decode::decode_object(rt, body, validation)?;
+        match objects::name(&obj) {
+            Some(n) if n == name => {}
+            Some(n) if !n.is_empty() => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {}
+        }
+        if let (Some(url_ns), Some(body_ns)) = (ns_of(rp), objects::namespace(&obj)) {
+            if !body_ns.is_empty() && body_ns != url_ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        let precondition = objects::resource_version(&obj).map(String::from);
+        let out = self.write(rp, &name, precondition, dry_run, |_| Ok(obj.clone())).await?;
+        Ok(Reply { code: 200, body: out, warnings })
+    }
+
+    async fn update_scale(&self, rp: &ResourcePath, body: Value, dry_run: bool) -> ApiResult<Reply> {
+        let name = name_of(rp)?.to_string();
+        let replicas = body
+            .get("spec")
+            .and_then(|s| s.get("replicas"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let precondition = objects::resource_version(&body).map(String::from);
+        let out = self
+            .write_main(rp, &name, precondition, dry_run, move |mut cur| {
+                cur["spec"]["replicas"] = json!(replicas);
+                Ok(cur)
+            })
+            .await?;
+        Ok(Reply::ok(scale_of(rp.rt, &out)))
+    }
+
+    pub async fn patch(&self, rp: &ResourcePath, content_type: &str, body: &[u8], q: &Query) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        let name = name_of(rp)?.to_string();
+        let ct = content_type.split(';').next().unwrap_or("").trim().to_string();
+        let validation = FieldValidation::parse(q.get("fieldValidation"))?;
+        let dry_run = q.dry_run()?;
+        if ct == "application/apply-patch+yaml" {
+            return Err(ApiError::unsupported_media_type(
+                "application/apply-patch+yaml (server-side apply is not implemented yet)",
+            ));
+        }
+        let patch = decode::parse(&ct, body)?;
+        let apply_patch = move |doc: &mut Value| -> ApiResult<()> {
+            match ct.as_str() {
+                "application/json-patch+json" => {
+                    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+                        .map_err(|e| ApiError::bad_request(format!("the server rejected our request due to an error in our request: {e}")))?;
+                    json_patch::patch(doc, &ops).map_err(|e| {
+                        ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}"))
+                    })
+                }
+                "application/merge-patch+json" => {
+                    if !patch.is_object() {
+                        return Err(ApiError::bad_request("the patch must be a JSON object"));
+                    }
+                    json_patch::merge(doc, &patch);
+                    Ok(())
+                }
+                "application/strategic-merge-patch+json" => {
+                    if !patch.is_object() {
+                        return Err(ApiError::bad_request("the patch must be a JSON object"));
+                    }
+                    crate::smp::apply(doc, &patch);
+                    Ok(())
+                }
+                other => Err(ApiError::unsupported_media_type(other)),
+            }
+        };
+        let warnings = std::sync::Mutex::new(Vec::new());
+        if rp.subresource.as_deref() == Some("scale") {
+            let out = self
+                .write_main(rp, &name, None, dry_run, |cur| {
+                    let mut scale = scale_of(rt, &cur);
+                    apply_patch(&mut scale)?;
+                    let replicas = scale.get("spec").and_then(|s| s.get("replicas")).and_then(Value::as_i64).unwrap_or(0);
+                    let mut cur = cur;
+                    cur["spec"]["replicas"] = json!(replicas);
+                    Ok(cur)
+                })
+                .await?;
+            return Ok(Reply::ok(scale_of(rt, &out)));
+        }
+        let out = self
+            .write(rp, &name, None, dry_run, |cur| {
+                let rv_before = objects::resource_version(&cur).map(String::from);
+                let mut doc = cur;
+                apply_patch(&mut doc)?;
+                // A patch that sets resourceVersion makes it a precondition.
+                let rv_after = objects::resource_version(&doc).map(String::from);
+                if rv_after.is_some() && rv_after != rv_before {
+                    return Err(ApiError::conflict(rt, &name));
+                }
+                let decoded = decode::decode_object(rt, doc, validation)?;
+                if let Ok(mut w) = warnings.lock() {
+                    w.extend(decoded.warnings);
+                }
+                Ok(decoded.obj)
+            })
+            .await?;
+        let warnings = warnings.into_inner().unwrap_or_default();
+        Ok(Reply { code: 200, body: out, warnings })
+    }
+
+    /// Read-modify-write of one object with the endpoint's scope, retried on
+    /// concurrent writes unless the caller gave a resourceVersion precondition.
+    async fn write(
+        &self,
+        rp: &ResourcePath,
+        name: &str,
+        precondition: Option<String>,
+        dry_run: bool,
+        mutate: impl Fn(Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
+        let scope = match rp.subresource.as_deref() {
+            None => UpdateScope::Main,
+            Some("status") => UpdateScope::Status,
+            Some("ephemeralcontainers") | Some("resize") => UpdateScope::Main,
+            Some(_) => return Err(ApiError::method_not_allowed()),
+        };
+        let rt = rp.rt;
+        let srt = self.storage_rt(rt);
+        let ns = ns_of(rp);
+        for _ in 0..PATCH_RETRIES {
+            let (cur_stored, kv) = self.current(srt, ns, name).await?;
+            let cur = self.to_version(rt, cur_stored);
+            if let Some(rv) = &precondition {
+                if rv != &kv.mod_revision.to_string() {
+                    return Err(ApiError::conflict(rt, name));
+                }
+            }
+            let mut new = mutate(cur.clone())?;
+            if let Some(m) = objects::meta_mut(&mut new) {
+                m.insert("name".into(), json!(name));
+                match ns {
+                    Some(ns) => m.insert("namespace".into(), json!(ns)),
+                    None => m.remove("namespace"),
+                };
+            }
+            strategy::prepare_for_update(rt, match scope {
+                UpdateScope::Main => UpdateScope::Main,
+                UpdateScope::Status => UpdateScope::Status,
+            }, &mut new, &cur);
+            self.admit(rt, &mut new, Some(&cur))?;
+            let stored = self.to_storage(rt, new);
+            if dry_run {
+                let mut v = stored;
+                objects::set_resource_version(&mut v, kv.mod_revision);
+                return Ok(self.to_version(rt, v));
+            }
+            // Nothing changed: upstream writes nothing and returns the object as is.
+            let mut cmp = stored.clone();
+            objects::set_resource_version(&mut cmp, kv.mod_revision);
+            if cmp == objects::decode(&kv)? {
+                return Ok(self.to_version(rt, cmp));
+            }
+            let key = objects::key(srt, ns, name);
+            // The last finalizer removed from an object being deleted: it goes now.
+            if objects::is_deleting(&stored) && objects::finalizers(&stored).is_empty() && deletion_ready(&stored) {
+                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(_) => return Ok(self.to_version(rt, cmp)),
+                    Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+                    Err(StoreError::Conflict { .. }) => return Err(ApiError::conflict(rt, name)),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            match self.store.update(&key, objects::encode(&stored)?, kv.mod_revision).await {
+                Ok(new_kv) => {
+                    let mut v = stored;
+                    objects::set_resource_version(&mut v, new_kv.mod_revision);
+                    return Ok(self.to_version(rt, v));
+                }
+                Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
+                Err(StoreError::Conflict { .. }) => return Err(ApiError::conflict(rt, name)),
+                Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(rt, name)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::conflict(rt, name))
+    }
+
+    /// Like [`Rest::write`] but on the main resource whatever the URL's subresource (scale).
+    async fn write_main(
+        &self,
+        rp: &ResourcePath,
+        name: &str,
+        precondition: Option<String>,
+        dry_run: bool,
+        mutate: impl Fn(Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
+        let main = ResourcePath { subresource: None, ..rp.clone() };
+        self.write(&main, name, precondition, dry_run, mutate).await
+    }
+
+    pub async fn delete(&self, rp: &ResourcePath, body: Option<Value>, q: &Query) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        let name = name_of(rp)?.to_string();
+        if rp.subresource.is_some() {
+            return Err(ApiError::method_not_allowed());
+        }
+        let opts = DeleteOptions::from(body.as_ref(), q)?;
+        let srt = self.storage_rt(rt);
+        let ns = ns_of(rp);
+        let key = objects::key(srt, ns, &name);
+        for _ in 0..PATCH_RETRIES {
+            let (cur, kv) = self.current(srt, ns, &name).await?;
+            if let Some(uid) = &opts.precondition_uid {
+                if objects::meta_str(&cur, "uid") != Some(uid.as_str()) {
+                    return Err(ApiError::conflict_msg(rt, &name, &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        objects::meta_str(&cur, "uid").unwrap_or("")
+                    )));
+                }
+            }
+            if let Some(rv) = &opts.precondition_rv {
+                if rv != &kv.mod_revision.to_string() {
+                    return Err(ApiError::conflict_msg(rt, &name, &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        kv.mod_revision
+                    )));
+                }
+            }
+            let mut pending = cur.clone();
+            let mut finalizers = objects::finalizers(&cur);
+            match opts.propagation.as_deref() {
+                Some("Foreground") if !finalizers.iter().any(|f| f == "foregroundDeletion") => {
+                    finalizers.push("foregroundDeletion".into())
+                }
+                Some("Orphan") if !finalizers.iter().any(|f| f == "orphan") => finalizers.push("orphan".into()),
+                _ => {}
+            }
+            let grace = strategy::grace_period(rt, &cur, opts.grace_period);
+            let namespace_lifecycle = rt.kind == "Namespace"
+                && pending
+                    .get("spec")
+                    .and_then(|s| s.get("finalizers"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|f| !f.is_empty());
+            let immediate = finalizers.is_empty() && grace == 0 && !namespace_lifecycle;
+            if opts.dry_run {
+                return Ok(Reply::ok(if immediate { success_status(rt, &name, &cur) } else { cur }));
+            }
+            if immediate {
+                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(_) => {
+                        let body = if rt.kind == "Pod" { self.to_version(rt, cur) } else { success_status(rt, &name, &cur) };
+                        return Ok(Reply::ok(body));
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(rt, &name)),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Graceful or finalized: mark, and let the owner of the finalizer or the node finish.
+            if let Some(m) = objects::meta_mut(&mut pending) {
+                if !m.contains_key("deletionTimestamp") || m.get("deletionTimestamp").is_some_and(Value::is_null) {
+                    let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
+                    m.insert("deletionTimestamp".into(), json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                } else if let Some(old) = m.get("deletionGracePeriodSeconds").and_then(Value::as_i64) {
+                    // A shorter grace period may replace a longer one, never the reverse.
+                    if grace < old {
+                        let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
+                        m.insert("deletionTimestamp".into(), json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+                        m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                    }
+                }
+                if !finalizers.is_empty() {
+                    m.insert("finalizers".into(), json!(finalizers));
+                }
+            }
+            if rt.kind == "Namespace" {
+                pending["status"]["phase"] = json!("Terminating");
+            }
+            match self.store.update(&key, objects::encode(&pending)?, kv.mod_revision).await {
+                Ok(new_kv) => {
+                    objects::set_resource_version(&mut pending, new_kv.mod_revision);
+                    return Ok(Reply::ok(self.to_version(rt, pending)));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::conflict(rt, &name))
+    }
+
+    /// `POST pods/<name>/binding`: assigns a node, once (the scheduler's Bind).
+    pub async fn bind(&self, rp: &ResourcePath, body: Value) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        let name = name_of(rp)?.to_string();
+        let node = body
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::new(422, "Invalid", format!("Binding.core \"{name}\" is invalid: target.name: Required value")))?
+            .to_string();
+        let main = ResourcePath { subresource: None, ..rp.clone() };
+        let pod_name = name.clone();
+        self.write_raw(&main, &name, move |mut pod| {
+            let name = &pod_name;
+            if objects::is_deleting(&pod) {
+                return Err(ApiError::conflict_msg(rt, name, "pod is being deleted, cannot be assigned to a host"));
+            }
+            match pod.pointer("/spec/nodeName").and_then(Value::as_str) {
+                Some(n) if !n.is_empty() => {
+                    return Err(ApiError::conflict_msg(rt, name, &format!("pod {name} is already assigned to node \"{n}\"")));
+                }
+                _ => {}
+            }
+            pod["spec"]["nodeName"] = json!(node);
+            set_condition(&mut pod, json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": objects::now_rfc3339()}));
+            Ok(pod)
+        })
+        .await?;
+        Ok(Reply { code: 201, body: json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}), warnings: Vec::new() })
+    }
+
+    /// A server-side read-modify-write that bypasses the endpoint's scope rules
+    /// (for subresources that change both spec and status, like binding).
+    async fn write_raw(&self, rp: &ResourcePath, name: &str, mutate: impl Fn(Value) -> ApiResult<Value>) -> ApiResult<Value> {
+        let rt = rp.rt;
+        let ns = ns_of(rp);
+        for _ in 0..PATCH_RETRIES {
+            let (cur, kv) = self.current(rt, ns, name).await?;
+            let new = mutate(cur)?;
+            match self.store.update(&kv.key, objects::encode(&new)?, kv.mod_revision).await {
+                Ok(new_kv) => {
+                    let mut v = new;
+                    objects::set_resource_version(&mut v, new_kv.mod_revision);
+                    return Ok(v);
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(rt, name)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::conflict(rt, name))
+    }
+
+    pub async fn delete_collection(&self, rp: &ResourcePath, body: Option<Value>, q: &Query) -> ApiResult<Reply> {
+        let list = self.list(&ResourcePath { name: None, ..rp.clone() }, q).await?;
+        let mut deleted = Vec::new();
+        for item in list["items"].as_array().cloned().unwrap_or_default() {
+            let Some(name) = objects::name(&item).map(String::from) else { continue };
+            let item_rp = ResourcePath {
+                name: Some(name),
+                namespace: objects::namespace(&item).map(String::from),
+                ..rp.clone()
+            };
+            match self.delete(&item_rp, body.clone(), q).await {
+                Ok(r) if r.body.get("kind").and_then(Value::as_str) != Some("Status") => deleted.push(r.body),
+                Ok(_) => deleted.push(item),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Reply::ok(json!({
+            "kind": rp.rt.list_kind,
+            "apiVersion": rp.rt.api_version(),
+            "metadata": {"resourceVersion": list["metadata"]["resourceVersion"].clone()},
+            "items": deleted,
+        })))
+    }
+}
+
+/// An object under deletion may go once its finalizers are gone — except a
+/// graceful pod, which the node deletes (with grace 0) when its containers stopped.
+fn deletion_ready(obj: &Value) -> bool {
+    let grace = obj.get("metadata").and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0);
+    let is_ns = obj.get("kind").and_then(Value::as_str) == Some("Namespace");
+    let ns_finalizers = obj.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    grace == 0 && !(is_ns && ns_finalizers)
+}
+
+/// Sets a condition in `status.conditions`, replacing one of the same type.
+fn set_condition(obj: &mut Value, cond: Value) {
+    if !obj["status"].is_object() {
+        obj["status"] = json!({});
+    }
+    if !obj["status"]["conditions"].is_array() {
+        obj["status"]["conditions"] = json!([]);
+    }
+    if let Some(list) = obj["status"]["conditions"].as_array_mut() {
+        list.retain(|c| c.get("type") != cond.get("type"));
+        list.push(cond);
+    }
+}
+
+fn success_status(rt: &ResourceType, name: &str, obj: &Value) -> Value {
+    let mut details = json!({"name": name, "kind": rt.plural, "uid": objects::meta_str(obj, "uid").unwrap_or("")});
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
+}
+
+/// The autoscaling/v1 Scale of a scalable object.
+pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let mut scale_meta = json!({});
+    for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = meta.get(k) {
+            scale_meta[k] = v.clone();
+        }
+    }
+    let selector = match rt.kind {
+        "ReplicationController" => obj["spec"]["selector"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
+            .unwrap_or_default(),
+        _ => obj.get("spec").and_then(|s| s.get("selector")).map(meta_selector_string).unwrap_or_default(),
+    };
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": obj.get("spec").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": obj.get("status").and_then(|s| s.get("replicas")).cloned().unwrap_or(json!(0)),
+            "selector": selector,
+        },
+    })
+}
+
+/// A metav1.LabelSelector in the string syntax (`app=x,tier in (a,b)`), as Scale's status.selector.
+fn meta_selector_string(sel: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
+        }
+    }
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let mut values: Vec<&str> = e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => parts.push(format!("{key} in ({})", values.join(","))),
+            "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
+            "Exists" => parts.push(key.to_string()),
+            "DoesNotExist" => parts.push(format!("!{key}")),
+            _ => {}
+        }
+    }
+    parts.join(",")
+}
+
+struct DeleteOptions {
+    grace_period: Option<i64>,
+    propagation: Option<String>,
+    precondition_uid: Option<String>,
+    precondition_rv: Option<String>,
+    dry_run: bool,
+}
+
+impl DeleteOptions {
+    fn from(body: Option<&Value>, q: &Query) -> ApiResult<Self> {
+        let b = body.cloned().unwrap_or(Value::Null);
+        let grace_period = match b.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            Some(g) => Some(g),
+            None => q.int("gracePeriodSeconds")?,
+        };
+        let orphan = b.get("orphanDependents").and_then(Value::as_bool).or_else(|| q.get("orphanDependents").map(|v| v == "true"));
+        let propagation = b
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .or_else(|| q.get("propagationPolicy").map(String::from))
+            .or_else(|| orphan.map(|o| if o { "Orphan".to_string() } else { "Background".to_string() }));
+        if let Some(p) = &propagation {
+            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+                return Err(ApiError::new(422, "Invalid", format!(
+                    "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                )));
+            }
+        }
+        let dry_run = match b.get("dryRun").and_then(Value::as_array) {
+            Some(a) => a.iter().any(|v| v == "All"),
+            None => q.dry_run()?,
+        };
+        Ok(DeleteOptions {
+            grace_period,
+            propagation,
+            precondition_uid: b.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from),
+            precondition_rv: b.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
+            dry_run,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_roundtrip_and_reject_garbage() {
+        let t = encode_continue(42, "/registry/pods/a/x");
+        let back = decode_continue(&t, "/registry/pods/").unwrap();
+        assert_eq!((back.rv, back.start.as_str()), (42, "/registry/pods/a/x"));
+        assert_eq!(decode_continue("!!!", "/registry/pods/").err().unwrap().code, 400);
+        // A token from another resource cannot page this one.
+        assert_eq!(decode_continue(&t, "/registry/secrets/").err().unwrap().code, 400);
+    }
+
+    #[test]
+    fn scale_of_deployment() {
+        let rt = registry::lookup("apps", "v1", "deployments").unwrap();
+        let d = json!({"metadata": {"name": "d", "namespace": "n", "resourceVersion": "3"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}}, "status": {"replicas": 1}});
+        let s = scale_of(rt, &d);
+        assert_eq!(s["spec"]["replicas"], 2);
+        assert_eq!(s["status"]["replicas"], 1);
+        assert_eq!(s["status"]["selector"], "app=x");
+        assert_eq!(s["metadata"]["resourceVersion"], "3");
+    }
+}

@@ -1,0 +1,377 @@
+//! Listeners (HTTPS with client certificates; optional loopback plain HTTP),
+//! authentication, and routing of every request.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, warn};
+
+use crate::decode;
+use crate::discovery;
+use crate::metrics::{Metrics, RequestLabels};
+use crate::negotiate::{self, Include, Shape};
+use crate::request::{self, Query, ResourcePath, Target};
+use crate::rest::{Reply, Rest};
+use crate::status::{ApiError, ApiResult};
+use crate::watch;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Who is making a request.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+/// What the connection layer learned about the client.
+#[derive(Debug, Clone)]
+pub enum ConnAuth {
+    /// TLS: the verified client certificate's user, if any.
+    Tls(Option<User>),
+    /// The loopback-only plain port: trusted as admin (like the old insecure port).
+    Trusted,
+}
+
+pub struct State {
+    pub rest: Rest,
+    pub metrics: Metrics,
+    pub admin_token: String,
+    pub openapi: crate::openapi_cache::OpenApiCache,
+    pub server_address: String,
+}
+
+fn full(code: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, content_type)
+        .header("Cache-Control", "no-cache, private")
+        .body(Full::new(body.into()).boxed())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+fn json_response(code: u16, content_type: &str, v: &Value, warnings: &[String]) -> Response<Body> {
+    let body = serde_json::to_vec(v).unwrap_or_default();
+    let mut resp = full(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), content_type, body);
+    for w in warnings {
+        let text = format!("299 - \"{}\"", w.replace('"', "\\\""));
+        if let Ok(h) = header::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, h);
+        }
+    }
+    resp
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(e.code, "application/json", &e.to_status(), &[])
+}
+
+fn authenticate(state: &State, auth: &ConnAuth, req: &Request<Incoming>) -> Option<User> {
+    if let Some(h) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        if let Some(token) = h.strip_prefix("Bearer ") {
+            if constant_time_eq(token.trim().as_bytes(), state.admin_token.as_bytes()) {
+                return Some(User { name: "system:admin".into(), groups: vec!["system:masters".into()] });
+            }
+            return None;
+        }
+    }
+    match auth {
+        ConnAuth::Trusted => Some(User { name: "system:admin".into(), groups: vec!["system:masters".into()] }),
+        ConnAuth::Tls(u) => u.clone(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn is_public(path: &str) -> bool {
+    ["/version", "/healthz", "/livez", "/readyz"]
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+}
+
+/// Serves one request.
+pub async fn handle(state: Arc<State>, auth: ConnAuth, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let mut labels = RequestLabels {
+        verb: method.as_str().to_string(),
+        group: String::new(),
+        version: String::new(),
+        resource: String::new(),
+        subresource: String::new(),
+        code: String::new(),
+    };
+    let user = authenticate(&state, &auth, &req);
+    let resp = if user.is_none() && !is_public(&path) {
+        error_response(&ApiError::unauthorized())
+    } else {
+        match route(&state, req, &mut labels).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        }
+    };
+    labels.code = resp.status().as_u16().to_string();
+    debug!(method = %method, path = %path, code = %labels.code, ms = started.elapsed().as_millis() as u64, "request");
+    state.metrics.observe(labels, started.elapsed().as_secs_f64());
+    Ok(resp)
+}
+
+async fn read_body(req: Request<Incoming>) -> ApiResult<Bytes> {
+    let limited = Limited::new(req.into_body(), decode::MAX_BODY);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large()),
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}
+
+fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> String {
+    req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels) -> ApiResult<Response<Body>> {
+    let path = req.uri().path().to_string();
+    let accept = header_str(&req, header::ACCEPT);
+    match path.as_str() {
+        "/version" | "/version/" => return Ok(json_response(200, "application/json", &discovery::version(), &[])),
+        "/metrics" => return Ok(full(StatusCode::OK, "text/plain; version=0.0.4", state.metrics.render())),
+        "/openapi/v3" | "/openapi/v3/" => {
+            return Ok(json_response(200, "application/json", &state.openapi.index(), &[]));
+        }
+        _ => {}
+    }
+    if is_public(&path) {
+        return Ok(full(StatusCode::OK, "text/plain; charset=utf-8", "ok"));
+    }
+    if let Some(gv) = path.strip_prefix("/openapi/v3/") {
+        return match state.openapi.document(gv) {
+            Some(bytes) => Ok(full(StatusCode::OK, "application/json", bytes)),
+            None => Err(ApiError::path_not_found()),
+        };
+    }
+    if !(path == "/api" || path.starts_with("/api/") || path == "/apis" || path.starts_with("/apis/")) {
+        return Err(ApiError::path_not_found());
+    }
+    let target = request::parse_path(&path)?;
+    let rp = match target {
+        Target::Root { legacy } => {
+            labels.verb = "get".into();
+            if let Some(ct) = discovery::wants_aggregated(&accept) {
+                let v = if ct.contains("v2beta1") { "apidiscovery.k8s.io/v2beta1" } else { "apidiscovery.k8s.io/v2" };
+                return Ok(json_response(200, ct, &discovery::aggregated(legacy, v), &[]));
+            }
+            let doc = if legacy { discovery::api_versions(&state.server_address) } else { discovery::api_group_list() };
+            return Ok(json_response(200, "application/json", &doc, &[]));
+        }
+        Target::Group(g) => {
+            return discovery::api_group_doc(&g)
+                .map(|d| json_response(200, "application/json", &d, &[]))
+                .ok_or_else(ApiError::path_not_found);
+        }
+        Target::GroupVersion { group, version } => {
+            return discovery::api_resource_list(&group, &version)
+                .map(|d| json_response(200, "application/json", &d, &[]))
+                .ok_or_else(ApiError::path_not_found);
+        }
+        Target::Resource(rp) => rp,
+    };
+    labels.group = rp.rt.group.to_string();
+    labels.version = rp.rt.version.to_string();
+    labels.resource = rp.rt.plural.to_string();
+    labels.subresource = rp.subresource.clone().unwrap_or_default();
+    let q = Query::parse(req.uri().query());
+    let method = req.method().clone();
+    let content_type = header_str(&req, header::CONTENT_TYPE);
+    let is_watch = rp.legacy_watch || q.flag("watch");
+    labels.verb = verb_name(&method, &rp, is_watch).to_string();
+    let shape = negotiate::shape(&accept)?;
+    let include = Include::parse(q.get("includeObject"))?;
+    match method {
+        Method::GET if is_watch => {
+            let rx = watch::start(&state.rest, &rp, &q, watch::WatchParams { shape, include }).await?;
+            let stream = tokio_stream::wrappers::ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+            let ct = match shape {
+                Shape::Object => "application/json".to_string(),
+                other => negotiate::content_type(other),
+            };
+            Ok(Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, ct)
+                .header(header::TRANSFER_ENCODING, "chunked")
+                .body(BoxBody::new(StreamBody::new(stream)))
+                .map_err(|e| ApiError::internal(e.to_string()))?)
+        }
+        Method::GET if rp.name.is_some() => {
+            if matches!(rp.subresource.as_deref(), Some("log" | "exec" | "attach" | "portforward" | "proxy")) {
+                return Err(ApiError::new(503, "ServiceUnavailable", "no node agent serves this subresource yet"));
+            }
+            let obj = state.rest.get(&rp).await?;
+            let body = if rp.subresource.as_deref() == Some("scale") {
+                obj
+            } else {
+                negotiate::shape_object(rp.rt, obj, shape, include, true)
+            };
+            Ok(json_response(200, &negotiate::content_type(shape), &body, &[]))
+        }
+        Method::GET => {
+            let list = state.rest.list(&rp, &q).await?;
+            let body = negotiate::shape_list(rp.rt, list, shape, include);
+            let ct = match shape {
+                Shape::Metadata { version } => format!("application/json;as=PartialObjectMetadataList;v={version};g=meta.k8s.io"),
+                other => negotiate::content_type(other),
+            };
+            Ok(json_response(200, &ct, &body, &[]))
+        }
+        Method::POST => {
+            let body = read_body(req).await?;
+            let value = decode::parse(&content_type, &body)?;
+            let reply = match rp.subresource.as_deref() {
+                Some("binding") => state.rest.bind(&rp, value).await?,
+                Some(_) => return Err(ApiError::method_not_allowed()),
+                None => state.rest.create(&rp, value, &q).await?,
+            };
+            Ok(reply_response(reply))
+        }
+        Method::PUT => {
+            let body = read_body(req).await?;
+            let value = decode::parse(&content_type, &body)?;
+            Ok(reply_response(state.rest.update(&rp, value, &q).await?))
+        }
+        Method::PATCH => {
+            let body = read_body(req).await?;
+            Ok(reply_response(state.rest.patch(&rp, &content_type, &body, &q).await?))
+        }
+        Method::DELETE => {
+            let body = read_body(req).await?;
+            let value = if body.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(decode::parse(&content_type, &body)?)
+            };
+            let reply = if rp.name.is_some() {
+                state.rest.delete(&rp, value, &q).await?
+            } else {
+                state.rest.delete_collection(&rp, value, &q).await?
+            };
+            Ok(reply_response(reply))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn reply_response(r: Reply) -> Response<Body> {
+    json_response(r.code, "application/json", &r.body, &r.warnings)
+}
+
+fn verb_name(method: &Method, rp: &ResourcePath, watch: bool) -> &'static str {
+    match *method {
+        Method::GET if watch => "WATCH",
+        Method::GET if rp.name.is_some() => "GET",
+        Method::GET => "LIST",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE if rp.name.is_some() => "DELETE",
+        Method::DELETE => "DELETECOLLECTION",
+        _ => "OTHER",
+    }
+}
+
+/// Reads the user from a verified client certificate: CN is the name, O the groups.
+pub fn user_from_cert(der: &[u8]) -> Option<User> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(String::from))
+        .collect();
+    Some(User { name, groups })
+}
+
+/// Accepts TLS connections until `shutdown` resolves.
+pub async fn serve_tls(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    state: Arc<State>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (tcp, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => { warn!(error = %e, "accept failed"); continue; }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let acceptor = acceptor.clone();
+        let state = state.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let tls = match acceptor.accept(tcp).await {
+                Ok(t) => t,
+                Err(e) => {
+                    debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+            };
+            let user = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(|c| user_from_cert(c.as_ref()));
+            let auth = ConnAuth::Tls(user);
+            let svc = hyper::service::service_fn(move |req| handle(state.clone(), auth.clone(), req));
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                debug!(%peer, error = %e, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    // Long watches would hold shutdown forever: give connections a moment, then go.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
+}
+
+/// Accepts plain-HTTP connections (loopback only) until `shutdown` resolves.
+pub async fn serve_plain(listener: TcpListener, state: Arc<State>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (tcp, peer): (_, SocketAddr) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => { warn!(error = %e, "accept failed"); continue; }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let state = state.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| handle(state.clone(), ConnAuth::Trusted, req));
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                debug!(%peer, error = %e, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
+}

@@ -1,0 +1,208 @@
+//! Per-kind behaviour on create, update and delete (upstream's "REST strategies"):
+//! what a create resets, which changes bump `metadata.generation`, which parts of
+//! an object each endpoint may change, and how deletion is graceful.
+
+use berth_api::registry::ResourceType;
+use serde_json::{Value, json};
+
+use crate::objects;
+
+/// Kinds whose `metadata.generation` tracks changes of the desired state.
+const GENERATION_KINDS: &[&str] = &[
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicationController",
+    "Job",
+    "CronJob",
+    "HorizontalPodAutoscaler",
+    "Ingress",
+    "IngressClass",
+    "NetworkPolicy",
+    "PodDisruptionBudget",
+];
+
+pub fn tracks_generation(rt: &ResourceType) -> bool {
+    GENERATION_KINDS.contains(&rt.kind)
+}
+
+/// Fields a create may not set: status is owned by controllers (through the status
+/// subresource) for kinds that have one.
+pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
+    if tracks_generation(rt) {
+        if let Some(m) = objects::meta_mut(obj) {
+            m.insert("generation".into(), json!(1));
+        }
+    }
+    match rt.kind {
+        "Pod" => {
+            let qos = berth_api::qos::qos_class(obj);
+            obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
+        }
+        "Namespace" => {
+            obj["status"] = json!({ "phase": "Active" });
+            namespace_name_label(obj);
+        }
+        _ if rt.has_subresource("status") && rt.kind != "Node" => {
+            if let Some(o) = obj.as_object_mut() {
+                if o.contains_key("status") {
+                    o.insert("status".into(), json!({}));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Which part of the object an update through `subresource` may change.
+pub enum UpdateScope {
+    /// The main resource: everything but status (for kinds with a status subresource).
+    Main,
+    /// `…/status`: only status (and, as upstream, labels/annotations are kept from old).
+    Status,
+}
+
+/// Carries over from `old` what the endpoint may not change, and fixes up
+/// metadata that only the server sets.
+pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value, old: &Value) {
+    // Server-owned metadata.
+    for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        let old_v = old.get("metadata").and_then(|m| m.get(k)).cloned();
+        if let Some(m) = objects::meta_mut(new) {
+            match old_v {
+                Some(v) => {
+                    m.insert(k.into(), v);
+                }
+                None => {
+                    m.remove(k);
+                }
+            }
+        }
+    }
+    let has_status = rt.has_subresource("status");
+    match scope {
+        UpdateScope::Main if has_status => {
+            match old.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+        }
+        UpdateScope::Main => {}
+        UpdateScope::Status => {
+            let status = new.get("status").cloned();
+            let mut merged = old.clone();
+            match status {
+                Some(s) => merged["status"] = s,
+                None => {
+                    if let Some(o) = merged.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            // Only status changes; resourceVersion comes from the request for the precondition.
+            if let Some(rv) = objects::resource_version(new).map(String::from) {
+                if let Some(m) = objects::meta_mut(&mut merged) {
+                    m.insert("resourceVersion".into(), json!(rv));
+                }
+            }
+            *new = merged;
+        }
+    }
+    if tracks_generation(rt) && objects::spec_part(new) != objects::spec_part(old) {
+        let g = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+        if let Some(m) = objects::meta_mut(new) {
+            m.insert("generation".into(), json!(g + 1));
+        }
+    }
+    if rt.kind == "Namespace" {
+        namespace_name_label(new);
+    }
+    if rt.kind == "Pod" {
+        // qosClass is computed once, at creation; resources of a running pod are immutable.
+        if let Some(q) = old.get("status").and_then(|s| s.get("qosClass")).cloned() {
+            if new.get("status").is_some_and(Value::is_object) {
+                new["status"]["qosClass"] = q;
+            }
+        }
+    }
+}
+
+/// Every namespace carries `kubernetes.io/metadata.name`, set by the server.
+fn namespace_name_label(obj: &mut Value) {
+    let Some(name) = objects::name(obj).map(String::from) else { return };
+    if let Some(m) = objects::meta_mut(obj) {
+        let labels = m.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        labels["kubernetes.io/metadata.name"] = json!(name);
+    }
+}
+
+/// How long a delete waits before the object goes, per upstream's graceful
+/// deletion: only pods bound to a node and still running are deleted gracefully.
+pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i64 {
+    if rt.kind != "Pod" {
+        return 0;
+    }
+    let scheduled = obj.get("spec").and_then(|s| s.get("nodeName")).and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let phase = obj.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str).unwrap_or("");
+    if !scheduled || phase == "Succeeded" || phase == "Failed" {
+        return 0;
+    }
+    let default = obj
+        .get("spec")
+        .and_then(|s| s.get("terminationGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(30);
+    requested.unwrap_or(default).max(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_api::registry::lookup;
+
+    #[test]
+    fn generation_bumps_on_spec_change_only() {
+        let rt = lookup("apps", "v1", "deployments").unwrap();
+        let old = json!({"metadata": {"name": "d", "generation": 3, "uid": "u"}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let mut same = json!({"metadata": {"name": "d", "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 7}});
+        prepare_for_update(rt, UpdateScope::Main, &mut same, &old);
+        assert_eq!(same["metadata"]["generation"], 3);
+        assert_eq!(same["metadata"]["uid"], "u");
+        assert_eq!(same["status"]["replicas"], 1, "main resource may not change status");
+        let mut changed = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}});
+        prepare_for_update(rt, UpdateScope::Main, &mut changed, &old);
+        assert_eq!(changed["metadata"]["generation"], 4);
+    }
+
+    #[test]
+    fn status_update_changes_only_status() {
+        let rt = lookup("apps", "v1", "deployments").unwrap();
+        let old = json!({"metadata": {"name": "d", "generation": 1}, "spec": {"replicas": 1}, "status": {}});
+        let mut new = json!({"metadata": {"name": "d", "resourceVersion": "5"}, "spec": {"replicas": 9}, "status": {"replicas": 1}});
+        prepare_for_update(rt, UpdateScope::Status, &mut new, &old);
+        assert_eq!(new["spec"]["replicas"], 1);
+        assert_eq!(new["status"]["replicas"], 1);
+        assert_eq!(new["metadata"]["generation"], 1);
+        assert_eq!(new["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn pod_grace_periods() {
+        let rt = lookup("", "v1", "pods").unwrap();
+        let unscheduled = json!({"spec": {}});
+        assert_eq!(grace_period(rt, &unscheduled, None), 0);
+        let running = json!({"spec": {"nodeName": "n", "terminationGracePeriodSeconds": 45}, "status": {"phase": "Running"}});
+        assert_eq!(grace_period(rt, &running, None), 45);
+        assert_eq!(grace_period(rt, &running, Some(0)), 0);
+        let done = json!({"spec": {"nodeName": "n"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(grace_period(rt, &done, None), 0);
+    }
+}

@@ -1,0 +1,128 @@
+//! `berth`: one binary for the whole cluster.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use tracing::info;
+
+#[derive(Parser)]
+#[command(name = "berth", version, about = "A Kubernetes-compatible container orchestrator in one binary")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a cluster: API server and embedded store (more components join as they land).
+    Server(ServerArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServerArgs {
+    /// Folder for the store, certificates, token and kubeconfig.
+    #[arg(long, short = 'd', default_value = "/var/lib/berth", env = "BERTH_DATA_DIR")]
+    data_dir: PathBuf,
+    /// Address the API server listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// HTTPS port of the API server (0 = any free port).
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// Also serve plain HTTP on 127.0.0.1:PORT, trusted as admin without credentials. For tests.
+    #[arg(long)]
+    insecure_port: Option<u16>,
+    /// Store cluster state in etcd at these endpoints (comma-separated), e.g. http://127.0.0.1:2379.
+    #[arg(long, value_delimiter = ',')]
+    datastore_endpoint: Vec<String>,
+    /// Extra host names or IPs for the serving certificate.
+    #[arg(long = "tls-san", value_delimiter = ',')]
+    tls_san: Vec<String>,
+    /// Where to write the admin kubeconfig (default: <data-dir>/kubeconfig.yaml).
+    #[arg(long)]
+    write_kubeconfig: Option<PathBuf>,
+    /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
+    #[arg(long, default_value_t = 300)]
+    etcd_compaction_interval: u64,
+}
+
+async fn server(args: ServerArgs) -> Result<()> {
+    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let compaction = std::time::Duration::from_secs(args.etcd_compaction_interval);
+    let store: Arc<dyn berth_store::Store> = if args.datastore_endpoint.is_empty() {
+        let path = args.data_dir.join("db").join("state.db");
+        info!(path = %path.display(), "using the embedded store");
+        // Compaction is driven below, the same way for both backends.
+        let opts = berth_store::sqlite::SqliteOptions { compaction_interval: None, ..Default::default() };
+        Arc::new(berth_store::sqlite::SqliteStore::open_with(&path, opts).context("opening the embedded store")?)
+    } else {
+        info!(endpoints = ?args.datastore_endpoint, "using etcd");
+        Arc::new(
+            berth_store::etcd::EtcdStore::connect_with(&args.datastore_endpoint, Default::default())
+                .await
+                .context("connecting to etcd")?,
+        )
+    };
+    if !compaction.is_zero() {
+        tokio::spawn(berth_apiserver::compactor(store.clone(), compaction));
+    }
+    let config = berth_apiserver::Config {
+        data_dir: args.data_dir.clone(),
+        bind_address: args.bind_address,
+        secure_port: args.secure_port,
+        insecure_port: args.insecure_port,
+        tls_sans: args.tls_san,
+        kubeconfig: args.write_kubeconfig,
+    };
+    let api = berth_apiserver::ApiServer::bind(config, store).await?;
+    info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");
+    println!("Wrote kubeconfig {}", api.kubeconfig.display());
+    println!("API server at https://{}", api.secure_addr);
+    if let Some(a) = api.insecure_addr {
+        println!("Plain HTTP (trusted, loopback) at http://{a}");
+    }
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let serving = tokio::spawn(api.serve(rx));
+    shutdown_signal().await;
+    info!("shutting down");
+    let _ = tx.send(true);
+    let _ = serving.await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Server(args) => rt.block_on(server(args)),
+    }
+}

@@ -1,0 +1,141 @@
+//! API semantics over HTTP against a real `berth server` process.
+
+mod common;
+
+use common::Server;
+use serde_json::{Value, json};
+
+fn cm(name: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"n": name}}, "data": {"k": "v"}}).to_string()
+}
+
+#[test]
+fn kill_9_keeps_every_acknowledged_create() {
+    let s = Server::start("crash");
+    // A background writer creates objects as fast as it can; we kill the server under it.
+    let http = s.http.clone();
+    let writer = std::thread::spawn(move || {
+        let mut acked = Vec::new();
+        for i in 0..100_000 {
+            let name = format!("c{i}");
+            let out = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary"])
+                .arg(cm(&name))
+                .arg(format!("{http}/api/v1/namespaces/default/configmaps"))
+                .output()
+                .unwrap();
+            match String::from_utf8_lossy(&out.stdout).as_ref() {
+                "201" => acked.push(name),
+                _ => break,
+            }
+        }
+        acked
+    });
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let mut s = s;
+    s.kill9();
+    let acked = writer.join().unwrap();
+    assert!(acked.len() > 10, "too few writes before the kill: {}", acked.len());
+    let s = s.restart();
+    let (code, list) = s.request("GET", "/api/v1/namespaces/default/configmaps", "", None);
+    assert_eq!(code, 200);
+    let names: std::collections::HashSet<&str> =
+        list["items"].as_array().unwrap().iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    let missing: Vec<&String> = acked.iter().filter(|n| !names.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "{} acknowledged creates lost after kill -9: {:?}", missing.len(), &missing[..missing.len().min(5)]);
+}
+
+#[test]
+fn optimistic_concurrency_paging_and_watch_from_rv() {
+    let s = Server::start("semantics");
+    let base = "/api/v1/namespaces/default/configmaps";
+    for i in 0..7 {
+        let (code, _) = s.request("POST", base, "application/json", Some(&cm(&format!("p{i}"))));
+        assert_eq!(code, 201);
+    }
+    let (code, again) = s.request("POST", base, "application/json", Some(&cm("p0")));
+    assert_eq!((code, again["reason"].as_str()), (409, Some("AlreadyExists")));
+
+    // Paging: 3 + 3 + 1, a consistent snapshot, remainingItemCount as upstream.
+    let (_, page1) = s.request("GET", &format!("{base}?limit=3"), "", None);
+    assert_eq!(page1["items"].as_array().unwrap().len(), 3);
+    assert_eq!(page1["metadata"]["remainingItemCount"], 4);
+    let token = page1["metadata"]["continue"].as_str().unwrap().to_string();
+    // A write between pages is not visible in the snapshot.
+    s.request("POST", base, "application/json", Some(&cm("p9")));
+    let (_, page2) = s.request("GET", &format!("{base}?limit=3&continue={token}"), "", None);
+    let token2 = page2["metadata"]["continue"].as_str().unwrap().to_string();
+    let (_, page3) = s.request("GET", &format!("{base}?limit=3&continue={token2}"), "", None);
+    assert_eq!(page3["items"].as_array().unwrap().len(), 1);
+    assert!(page3["metadata"].get("continue").is_none());
+    assert_eq!(page1["metadata"]["resourceVersion"], page3["metadata"]["resourceVersion"]);
+
+    // Stale resourceVersion → 409 Conflict with upstream's message.
+    let (_, obj) = s.request("GET", &format!("{base}/p1"), "", None);
+    let mut a = obj.clone();
+    a["data"]["k"] = json!("A");
+    let (code, _) = s.request("PUT", &format!("{base}/p1"), "application/json", Some(&a.to_string()));
+    assert_eq!(code, 200);
+    let mut b = obj.clone();
+    b["data"]["k"] = json!("B");
+    let (code, err) = s.request("PUT", &format!("{base}/p1"), "application/json", Some(&b.to_string()));
+    assert_eq!(code, 409);
+    assert_eq!(
+        err["message"],
+        "Operation cannot be fulfilled on configmaps \"p1\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+
+    // Label selectors: equality and set-based.
+    let (_, sel) = s.request("GET", &format!("{base}?labelSelector=n%20in%20(p1,p2)"), "", None);
+    assert_eq!(sel["items"].as_array().unwrap().len(), 2);
+    let (_, sel) = s.request("GET", &format!("{base}?fieldSelector=metadata.name%3Dp3"), "", None);
+    assert_eq!(sel["items"].as_array().unwrap().len(), 1);
+
+    // Watch from a resourceVersion replays what happened after it.
+    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap();
+    let out = s.curl(&["-s", "--max-time", "3", &format!("{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1", s.http)]);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "MODIFIED");
+    assert_eq!(events[0]["object"]["data"]["k"], "A");
+
+    // Delete returns a Success status for a configmap; the object is gone.
+    let (code, st) = s.request("DELETE", &format!("{base}/p2"), "application/json", None);
+    assert_eq!((code, st["status"].as_str()), (200, Some("Success")));
+    let (code, _) = s.request("GET", &format!("{base}/p2"), "", None);
+    assert_eq!(code, 404);
+
+    // dryRun=All validates and stores nothing.
+    let (code, _) = s.request("POST", &format!("{base}?dryRun=All"), "application/json", Some(&cm("dry")));
+    assert_eq!(code, 201);
+    let (code, _) = s.request("GET", &format!("{base}/dry"), "", None);
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn finalizers_and_pod_defaults() {
+    let s = Server::start("finalizers");
+    let base = "/api/v1/namespaces/default/configmaps";
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "f", "finalizers": ["example.com/hold"]}}).to_string();
+    assert_eq!(s.request("POST", base, "application/json", Some(&body)).0, 201);
+    let (code, held) = s.request("DELETE", &format!("{base}/f"), "application/json", None);
+    assert_eq!(code, 200);
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    // Removing the finalizer lets the object go.
+    let (code, _) = s.request("PATCH", &format!("{base}/f"), "application/merge-patch+json", Some(r#"{"metadata":{"finalizers":null}}"#));
+    assert_eq!(code, 200);
+    assert_eq!(s.request("GET", &format!("{base}/f"), "", None).0, 404);
+
+    // A pod gets upstream's defaults and QoS class at creation.
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]}});
+    let (code, created) = s.request("POST", "/api/v1/namespaces/default/pods", "application/json", Some(&pod.to_string()));
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["status"]["qosClass"], "Guaranteed");
+    assert_eq!(created["status"]["phase"], "Pending");
+    assert_eq!(created["spec"]["restartPolicy"], "Always");
+    assert_eq!(created["spec"]["dnsPolicy"], "ClusterFirst");
+    assert_eq!(created["spec"]["securityContext"], json!({}));
+    assert_eq!(created["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(created["spec"]["containers"][0]["resources"]["requests"]["cpu"], "100m");
+}

@@ -1,0 +1,178 @@
+//! Test harness: a real `berth server` process on free ports with a temp data dir,
+//! driven by real kubectl (and curl on the trusted plain-HTTP port).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    pub child: Child,
+    pub data_dir: PathBuf,
+    pub https: String,
+    pub http: String,
+    pub kubeconfig: PathBuf,
+    extra_args: Vec<String>,
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("berth-{tag}-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
+}
+
+impl Server {
+    pub fn start(tag: &str) -> Server {
+        Self::start_with(temp_dir(tag), &[])
+    }
+
+    pub fn start_with(data_dir: PathBuf, extra: &[&str]) -> Server {
+        let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args(["server", "--bind-address", "127.0.0.1", "--secure-port", "0", "--insecure-port", "0", "--data-dir"])
+            .arg(&data_dir)
+            .args(&extra_args)
+            .env("BERTH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start berth server");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut reader = BufReader::new(stdout);
+        let (mut https, mut http, mut kubeconfig) = (String::new(), String::new(), PathBuf::new());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while (https.is_empty() || http.is_empty()) && Instant::now() < deadline {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let line = line.trim();
+            if let Some(p) = line.strip_prefix("Wrote kubeconfig ") {
+                kubeconfig = PathBuf::from(p);
+            } else if let Some(a) = line.strip_prefix("API server at ") {
+                https = a.to_string();
+            } else if let Some(a) = line.strip_prefix("Plain HTTP (trusted, loopback) at ") {
+                http = a.to_string();
+            }
+        }
+        assert!(!https.is_empty() && !http.is_empty(), "berth server did not start");
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        let s = Server { child, data_dir, https, http, kubeconfig, extra_args };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let out = self.curl(&["-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("{}/readyz", self.http)]);
+            if String::from_utf8_lossy(&out.stdout) == "200" {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server never became ready");
+    }
+
+    /// Runs kubectl (`BERTH_KUBECTL`, else kubectl 1.33 where installed, else `kubectl`).
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_stdin(args, None)
+    }
+
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(kubectl_path());
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd.arg("--cache-dir").arg(self.data_dir.join("kube-cache"));
+        cmd.args(args);
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("run kubectl");
+        if let Some(input) = stdin {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        }
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// kubectl that must succeed; returns stdout.
+    pub fn k(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn curl(&self, args: &[&str]) -> Output {
+        Command::new("curl").args(args).output().expect("run curl")
+    }
+
+    /// A JSON request on the plain port; returns (HTTP code, body).
+    pub fn request(&self, method: &str, path: &str, content_type: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+        let url = format!("{}{}", self.http, path);
+        let mut args = vec!["-s", "-X", method, "-H", "Accept: application/json", "-w", "\n%{http_code}", &url];
+        let ct = format!("Content-Type: {content_type}");
+        if let Some(b) = body {
+            args.extend(["-H", &ct, "--data-binary", b]);
+        }
+        let out = self.curl(&args);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        let v = serde_json::from_str(body).unwrap_or(serde_json::Value::String(body.to_string()));
+        (code.trim().parse().unwrap_or(0), v)
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts a new process on the same data dir.
+    pub fn restart(mut self) -> Server {
+        self.kill9();
+        let dir = self.data_dir.clone();
+        let extra: Vec<String> = std::mem::take(&mut self.extra_args);
+        std::mem::forget(self);
+        let refs: Vec<&str> = extra.iter().map(String::as_str).collect();
+        Server::start_with(dir, &refs)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+pub fn kubectl_path() -> PathBuf {
+    if let Ok(p) = std::env::var("BERTH_KUBECTL") {
+        return PathBuf::from(p);
+    }
+    let v133 = Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33");
+    if v133.exists() {
+        return v133.to_path_buf();
+    }
+    PathBuf::from("kubectl")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
