@@ -35,7 +35,9 @@ fn annotations(obj: &mut Value) -> &mut Map<String, Value> {
         obj["metadata"]["annotations"] = json!({});
     }
     // Both were just made objects.
-    obj["metadata"]["annotations"].as_object_mut().expect("annotations is an object")
+    obj["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotations is an object")
 }
 
 fn hpa_v2_to_v1(mut obj: Value) -> Value {
@@ -44,7 +46,11 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
     }
     obj["apiVersion"] = json!("autoscaling/v1");
     let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let metrics = spec.get("metrics").and_then(Value::as_array).cloned().unwrap_or_default();
+    let metrics = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut new_spec = json!({});
     for k in ["scaleTargetRef", "minReplicas", "maxReplicas"] {
         if let Some(v) = spec.get(k) {
@@ -52,11 +58,17 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
         }
     }
     let (cpu, others): (Vec<Value>, Vec<Value>) = metrics.into_iter().partition(is_cpu_utilization);
-    if let Some(c) = cpu.first().and_then(|m| m.pointer("/resource/target/averageUtilization")) {
+    if let Some(c) = cpu
+        .first()
+        .and_then(|m| m.pointer("/resource/target/averageUtilization"))
+    {
         new_spec["targetCPUUtilizationPercentage"] = c.clone();
     }
     if !others.is_empty() {
-        annotations(&mut obj).insert(METRICS_ANNOTATION.into(), json!(Value::Array(others).to_string()));
+        annotations(&mut obj).insert(
+            METRICS_ANNOTATION.into(),
+            json!(Value::Array(others).to_string()),
+        );
     }
     if let Some(b) = spec.get("behavior") {
         annotations(&mut obj).insert(BEHAVIOR_ANNOTATION.into(), json!(b.to_string()));
@@ -64,7 +76,12 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
     obj["spec"] = new_spec;
     if let Some(status) = obj.get("status").cloned() {
         let mut s = json!({});
-        for k in ["observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"] {
+        for k in [
+            "observedGeneration",
+            "lastScaleTime",
+            "currentReplicas",
+            "desiredReplicas",
+        ] {
             if let Some(v) = status.get(k) {
                 s[k] = v.clone();
             }
@@ -75,18 +92,31 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
         if s.get("desiredReplicas").is_none() {
             s["desiredReplicas"] = json!(0);
         }
-        let current = status.get("currentMetrics").and_then(Value::as_array).cloned().unwrap_or_default();
+        let current = status
+            .get("currentMetrics")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let (cpu, others): (Vec<Value>, Vec<Value>) = current.into_iter().partition(|m| {
             m.get("type").and_then(Value::as_str) == Some("Resource")
                 && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
         });
-        if let Some(u) = cpu.first().and_then(|m| m.pointer("/resource/current/averageUtilization")) {
+        if let Some(u) = cpu
+            .first()
+            .and_then(|m| m.pointer("/resource/current/averageUtilization"))
+        {
             s["currentCPUUtilizationPercentage"] = u.clone();
         }
         if !others.is_empty() {
-            annotations(&mut obj).insert(CURRENT_METRICS_ANNOTATION.into(), json!(Value::Array(others).to_string()));
+            annotations(&mut obj).insert(
+                CURRENT_METRICS_ANNOTATION.into(),
+                json!(Value::Array(others).to_string()),
+            );
         }
-        if let Some(c) = status.get("conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
+        if let Some(c) = status
+            .get("conditions")
+            .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+        {
             annotations(&mut obj).insert(CONDITIONS_ANNOTATION.into(), json!(c.to_string()));
         }
         obj["status"] = s;
@@ -95,7 +125,9 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
 }
 
 fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
-    let s = obj["metadata"]["annotations"].as_object_mut()?.remove(key)?;
+    let s = obj["metadata"]["annotations"]
+        .as_object_mut()?
+        .remove(key)?;
     serde_json::from_str(s.as_str()?).ok()
 }
 
@@ -129,7 +161,12 @@ fn hpa_v1_to_v2(mut obj: Value) -> Value {
     let conditions = take_annotation(&mut obj, CONDITIONS_ANNOTATION);
     if let Some(status) = obj.get("status").cloned() {
         let mut s = json!({});
-        for k in ["observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"] {
+        for k in [
+            "observedGeneration",
+            "lastScaleTime",
+            "currentReplicas",
+            "desiredReplicas",
+        ] {
             if let Some(v) = status.get(k) {
                 s[k] = v.clone();
             }
@@ -149,7 +186,10 @@ fn hpa_v1_to_v2(mut obj: Value) -> Value {
         }
         obj["status"] = s;
     }
-    if obj["metadata"]["annotations"].as_object().is_some_and(Map::is_empty) {
+    if obj["metadata"]["annotations"]
+        .as_object()
+        .is_some_and(Map::is_empty)
+    {
         if let Some(m) = obj["metadata"].as_object_mut() {
             m.remove("annotations");
         }

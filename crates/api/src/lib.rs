@@ -4,11 +4,11 @@
 //! "unstructured"), decoded through their k8s-openapi type where types matter.
 
 pub mod conversion;
+pub mod defaults;
+pub mod openapi;
+pub mod printers;
+pub mod qos;
+pub mod quantity;
 pub mod registry;
 pub mod selector;
-pub mod quantity;
 pub mod validation;
-pub mod defaults;
-pub mod qos;
-pub mod printers;
-pub mod openapi;

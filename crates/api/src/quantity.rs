@@ -89,7 +89,8 @@ impl Quantity {
             });
         }
         let parts = split_quantity(s)?;
-        let (base, exponent, mut format) = interpret_suffix(parts.suffix).ok_or(QuantityError::Suffix)?;
+        let (base, exponent, mut format) =
+            interpret_suffix(parts.suffix).ok_or(QuantityError::Suffix)?;
         let mut magnitude = magnitude_nanos(parts.num, parts.denom, base, exponent)?;
         if format == Format::BinarySI {
             magnitude = magnitude.min(MAX_BINARY_NANOS);
@@ -98,7 +99,11 @@ impl Quantity {
                 format = Format::DecimalSI;
             }
         }
-        let nanos = if parts.positive { magnitude } else { -magnitude };
+        let nanos = if parts.positive {
+            magnitude
+        } else {
+            -magnitude
+        };
         let cached = keeps_input(&parts, base, exponent).then(|| s.to_string());
         Ok(Quantity {
             nanos,
@@ -388,7 +393,11 @@ fn split_quantity(s: &str) -> Result<Parts<'_>, QuantityError> {
     while pos < end && b[pos].is_ascii_digit() {
         pos += 1;
     }
-    let num = if pos == num_start { "0" } else { &s[num_start..pos] };
+    let num = if pos == num_start {
+        "0"
+    } else {
+        &s[num_start..pos]
+    };
     let mut denom = "";
     if pos < end && b[pos] == b'.' {
         pos += 1;
@@ -453,7 +462,12 @@ fn interpret_suffix(suffix: &str) -> Option<(u32, i32, Format)> {
 }
 
 /// `|num.denom| × base^exponent` in nanos, rounded up.
-fn magnitude_nanos(num: &str, denom: &str, base: u32, exponent: i32) -> Result<i128, QuantityError> {
+fn magnitude_nanos(
+    num: &str,
+    denom: &str,
+    base: u32,
+    exponent: i32,
+) -> Result<i128, QuantityError> {
     // More integer digits than i128 holds can only overflow.
     const MAX_DIGITS: usize = 39;
     // Bounds the exact binary-fraction work below.
@@ -486,7 +500,9 @@ fn magnitude_nanos(num: &str, denom: &str, base: u32, exponent: i32) -> Result<i
             return Err(QuantityError::Numeric);
         }
         let round = rest.bytes().any(|c| c != b'0');
-        let kept = BigUint::from_decimal(keep).to_i128().ok_or(QuantityError::Numeric)?;
+        let kept = BigUint::from_decimal(keep)
+            .to_i128()
+            .ok_or(QuantityError::Numeric)?;
         return Ok(kept + round as i128);
     }
     // Binary suffixes: exponent is 10..=60.
@@ -805,9 +821,18 @@ mod tests {
 
     #[test]
     fn json_and_serde_round_trip() {
-        assert_eq!(Quantity::from_json(&serde_json::json!("250m")).map(|x| x.milli_value()), Ok(250));
-        assert_eq!(Quantity::from_json(&serde_json::json!(2)).map(|x| x.value()), Ok(2));
-        assert_eq!(Quantity::from_json(&serde_json::json!(0.5)).map(|x| x.to_string()), Ok("500m".to_string()));
+        assert_eq!(
+            Quantity::from_json(&serde_json::json!("250m")).map(|x| x.milli_value()),
+            Ok(250)
+        );
+        assert_eq!(
+            Quantity::from_json(&serde_json::json!(2)).map(|x| x.value()),
+            Ok(2)
+        );
+        assert_eq!(
+            Quantity::from_json(&serde_json::json!(0.5)).map(|x| x.to_string()),
+            Ok("500m".to_string())
+        );
         assert!(Quantity::from_json(&serde_json::json!(null)).is_err());
         let v: Quantity = serde_json::from_str("\"1024Mi\"").unwrap();
         assert_eq!(serde_json::to_string(&v).unwrap(), "\"1Gi\"");
@@ -819,7 +844,10 @@ mod tests {
         assert_eq!(q(&long_fraction).nanos(), 1_000_000_001);
         let long_binary = format!("1.{}1Ki", "0".repeat(200));
         assert_eq!(q(&long_binary).nanos(), 1_024_000_000_001);
-        assert_eq!(Quantity::parse(&"9".repeat(60)), Err(QuantityError::Numeric));
+        assert_eq!(
+            Quantity::parse(&"9".repeat(60)),
+            Err(QuantityError::Numeric)
+        );
         assert_eq!(q("1e-999999999").nanos(), 1);
         assert!(Quantity::parse("1e99999999999999999999").is_err());
     }

@@ -61,8 +61,19 @@ impl ResourceType {
     }
 }
 
-const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
-const VERBS_NO_COLLECTION_DELETE: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const VERBS_NO_COLLECTION_DELETE: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 const ALL: &[&str] = &["all"];
 const STATUS: &[&str] = &["status"];
 const STATUS_SCALE: &[&str] = &["status", "scale"];
@@ -79,7 +90,9 @@ const POD_SUBRESOURCES: &[&str] = &[
     "proxy",
 ];
 
-fn roundtrip<T: serde::de::DeserializeOwned + serde::Serialize>(v: Value) -> Result<Value, serde_json::Error> {
+fn roundtrip<T: serde::de::DeserializeOwned + serde::Serialize>(
+    v: Value,
+) -> Result<Value, serde_json::Error> {
     let typed: T = serde_json::from_value(v)?;
     serde_json::to_value(typed)
 }
@@ -186,15 +199,23 @@ pub fn groups() -> Vec<Group> {
                     g.versions.push(r.version);
                 }
             }
-            None => out.push(Group { name: r.group, versions: vec![r.version] }),
+            None => out.push(Group {
+                name: r.group,
+                versions: vec![r.version],
+            }),
         }
     }
     out
 }
 
 /// Resources of one group-version.
-pub fn resources_in<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static ResourceType> + 'a {
-    RESOURCES.iter().filter(move |r| r.group == group && r.version == version)
+pub fn resources_in<'a>(
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static ResourceType> + 'a {
+    RESOURCES
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
 }
 
 /// The resource served at `group/version/plural`.
@@ -233,7 +254,11 @@ mod tests {
             });
             let out = (r.roundtrip)(obj).unwrap_or_else(|e| panic!("{}: {e}", r.kind));
             assert_eq!(out["metadata"]["name"], "x", "{}", r.kind);
-            assert!(out["metadata"].get("unknownField").is_none(), "{} kept an unknown field", r.kind);
+            assert!(
+                out["metadata"].get("unknownField").is_none(),
+                "{} kept an unknown field",
+                r.kind
+            );
         }
     }
 
@@ -252,13 +277,19 @@ mod tests {
 
     #[test]
     fn autoscaling_prefers_v2() {
-        let g = groups().into_iter().find(|g| g.name == "autoscaling").unwrap();
+        let g = groups()
+            .into_iter()
+            .find(|g| g.name == "autoscaling")
+            .unwrap();
         assert_eq!(g.versions, vec!["v2", "v1"]);
     }
 
     #[test]
     fn lookups() {
-        assert_eq!(lookup("apps", "v1", "deployments").unwrap().kind, "Deployment");
+        assert_eq!(
+            lookup("apps", "v1", "deployments").unwrap().kind,
+            "Deployment"
+        );
         assert_eq!(lookup_kind("", "v1", "Pod").unwrap().plural, "pods");
         assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
         assert_eq!(split_api_version("v1"), ("", "v1"));

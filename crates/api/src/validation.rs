@@ -75,7 +75,12 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(kind: FieldErrorType, field: impl Into<String>, value: Option<Value>, detail: impl Into<String>) -> Self {
+    fn new(
+        kind: FieldErrorType,
+        field: impl Into<String>,
+        value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             kind,
             field: field.into(),
@@ -88,7 +93,11 @@ impl FieldError {
         Self::new(FieldErrorType::Required, field, None, detail)
     }
 
-    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(FieldErrorType::Invalid, field, Some(value.into()), detail)
     }
 
@@ -101,14 +110,23 @@ impl FieldError {
     }
 
     /// `Unsupported value: "x": supported values: "a", "b"`.
-    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, valid: &[&str]) -> Self {
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        valid: &[&str],
+    ) -> Self {
         let detail = if valid.is_empty() {
             String::new()
         } else {
             let quoted: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
             format!("supported values: {}", quoted.join(", "))
         };
-        Self::new(FieldErrorType::NotSupported, field, Some(value.into()), detail)
+        Self::new(
+            FieldErrorType::NotSupported,
+            field,
+            Some(value.into()),
+            detail,
+        )
     }
 
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
@@ -117,7 +135,12 @@ impl FieldError {
 
     /// `Too long: must have at most N bytes`.
     pub fn too_long(field: impl Into<String>, max_bytes: usize) -> Self {
-        Self::new(FieldErrorType::TooLong, field, None, format!("must have at most {max_bytes} bytes"))
+        Self::new(
+            FieldErrorType::TooLong,
+            field,
+            None,
+            format!("must have at most {max_bytes} bytes"),
+        )
     }
 
     pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
@@ -207,7 +230,9 @@ pub fn go_quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c if c.is_control() => {
                 if (c as u32) <= 0xffff {
                     out.push_str(&format!("\\u{:04x}", c as u32));
@@ -254,7 +279,11 @@ pub fn invalid_message(group_kind: &str, name: &str, errs: &[FieldError]) -> Str
     if errs.is_empty() {
         format!("{group_kind} {} is invalid", go_quote(name))
     } else {
-        format!("{group_kind} {} is invalid: {}", go_quote(name), aggregate_message(errs))
+        format!(
+            "{group_kind} {} is invalid: {}",
+            go_quote(name),
+            aggregate_message(errs)
+        )
     }
 }
 
@@ -283,7 +312,8 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errs: &[FieldError]) 
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -292,7 +322,8 @@ const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', 
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
-const CONFIG_MAP_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_MAP_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
 pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
@@ -347,7 +378,8 @@ fn matches_qualified_part(s: &str) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// `IsDNS1123Label`.
@@ -360,7 +392,11 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         if matches_dns1123_subdomain(value) {
             errs.push("must not contain dots".to_string());
         } else {
-            errs.push(regex_error(DNS1123_LABEL_MSG, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
+            errs.push(regex_error(
+                DNS1123_LABEL_MSG,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
         }
     }
     errs
@@ -373,7 +409,11 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !matches_dns1123_subdomain(value) {
-        errs.push(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_MSG,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
     }
     errs
 }
@@ -387,7 +427,11 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     let b = value.as_bytes();
     let ok = !b.is_empty() && b[0].is_ascii_lowercase() && matches_dns1123_label(value);
     if !ok {
-        errs.push(regex_error(DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, &["my-name", "abc-123"]));
+        errs.push(regex_error(
+            DNS1035_LABEL_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
     }
     errs
 }
@@ -424,7 +468,11 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
     if !matches_qualified_part(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                QUALIFIED_NAME_MSG,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     errs
@@ -437,7 +485,11 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
         errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
     }
     if !value.is_empty() && !matches_qualified_part(value) {
-        errs.push(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
+        errs.push(regex_error(
+            LABEL_VALUE_MSG,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
     }
     errs
 }
@@ -486,7 +538,9 @@ pub fn is_valid_port_name(port: &str) -> Vec<String> {
     }
     let charset_ok = !port.is_empty() && port.bytes().all(|c| is_alnum_lower(c) || c == b'-');
     if !charset_ok {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string());
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
     }
     if !port.bytes().any(|c| c.is_ascii_lowercase()) {
         errs.push("must contain at least one letter (a-z)".to_string());
@@ -552,9 +606,10 @@ pub fn name_rule(group: &str, kind: &str) -> NameRule {
     match (group, kind) {
         ("", "Namespace") => NameRule::Label,
         ("", "Service") => NameRule::Dns1035Label,
-        ("rbac.authorization.k8s.io", "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding") => {
-            NameRule::PathSegment
-        }
+        (
+            "rbac.authorization.k8s.io",
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
+        ) => NameRule::PathSegment,
         _ => NameRule::Subdomain,
     }
 }
@@ -638,7 +693,10 @@ pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Ve
             }
         }
         Some(other) => errs.push(FieldError::type_invalid(meta_path, other, "object")),
-        None => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
+        None => errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        )),
     }
     errs.extend(match (group, kind) {
         ("", "Pod") => pod::validate_pod(obj, old),
@@ -663,17 +721,31 @@ pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Ve
 pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
-        ("", "Namespace" | "Node" | "PersistentVolume" | "ComponentStatus")
-            | ("rbac.authorization.k8s.io", "ClusterRole" | "ClusterRoleBinding")
-            | ("scheduling.k8s.io", "PriorityClass")
+        (
+            "",
+            "Namespace" | "Node" | "PersistentVolume" | "ComponentStatus"
+        ) | (
+            "rbac.authorization.k8s.io",
+            "ClusterRole" | "ClusterRoleBinding"
+        ) | ("scheduling.k8s.io", "PriorityClass")
             | (
                 "storage.k8s.io",
-                "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment" | "VolumeAttributesClass"
+                "StorageClass"
+                    | "CSIDriver"
+                    | "CSINode"
+                    | "VolumeAttachment"
+                    | "VolumeAttributesClass"
             )
-            | ("networking.k8s.io", "IngressClass" | "IPAddress" | "ServiceCIDR")
+            | (
+                "networking.k8s.io",
+                "IngressClass" | "IPAddress" | "ServiceCIDR"
+            )
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("apiregistration.k8s.io", "APIService")
-            | ("certificates.k8s.io", "CertificateSigningRequest" | "ClusterTrustBundle")
+            | (
+                "certificates.k8s.io",
+                "CertificateSigningRequest" | "ClusterTrustBundle"
+            )
             | (
                 "admissionregistration.k8s.io",
                 "MutatingWebhookConfiguration"
@@ -684,11 +756,17 @@ pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
                     | "MutatingAdmissionPolicyBinding"
             )
             | ("node.k8s.io", "RuntimeClass")
-            | ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration")
+            | (
+                "flowcontrol.apiserver.k8s.io",
+                "FlowSchema" | "PriorityLevelConfiguration"
+            )
             | ("resource.k8s.io", "DeviceClass" | "ResourceSlice")
             | (
                 "authentication.k8s.io" | "authorization.k8s.io",
-                "TokenReview" | "SelfSubjectReview" | "SubjectAccessReview" | "SelfSubjectAccessReview"
+                "TokenReview"
+                    | "SelfSubjectReview"
+                    | "SubjectAccessReview"
+                    | "SelfSubjectAccessReview"
                     | "SelfSubjectRulesReview"
             )
     )
@@ -714,11 +792,10 @@ pub(crate) mod jv {
     }
 
     pub fn arr_at<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
-        get(v, path).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
-    }
-
-    pub fn i64_at(v: &Value, path: &[&str]) -> Option<i64> {
-        get(v, path).and_then(Value::as_i64)
+        get(v, path)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 }
 
@@ -749,7 +826,11 @@ fn opt_int(errs: &mut Vec<FieldError>, v: Option<&Value>, path: &str) -> Option<
     typed(errs, v, path, "integer", |x| x.as_i64().is_some()).and_then(Value::as_i64)
 }
 
-fn opt_obj<'a>(errs: &mut Vec<FieldError>, v: Option<&'a Value>, path: &str) -> Option<&'a Map<String, Value>> {
+fn opt_obj<'a>(
+    errs: &mut Vec<FieldError>,
+    v: Option<&'a Value>,
+    path: &str,
+) -> Option<&'a Map<String, Value>> {
     typed(errs, v, path, "object", Value::is_object).and_then(Value::as_object)
 }
 
@@ -771,10 +852,40 @@ fn non_negative(errs: &mut Vec<FieldError>, v: Option<&Value>, path: &str) {
 
 /// `ValidateImmutableField` on JSON values (absent and null are equal).
 fn immutable(errs: &mut Vec<FieldError>, new: Option<&Value>, old: Option<&Value>, path: &str) {
-    let norm = |v: Option<&Value>| v.filter(|x| !x.is_null()).cloned();
-    let (n, o) = (norm(new), norm(old));
-    if n != o {
-        errs.push(FieldError::invalid(path, n.unwrap_or(Value::Null), FIELD_IMMUTABLE));
+    let n = new.cloned().unwrap_or(Value::Null);
+    let o = old.cloned().unwrap_or(Value::Null);
+    if !semantic_eq(&n, &o) {
+        errs.push(FieldError::invalid(path, n, FIELD_IMMUTABLE));
+    }
+}
+
+/// Upstream's semantic equality, approximated on JSON: an absent field
+/// equals its zero value (null, "", false, 0, [] or {}), as in Go structs.
+pub(crate) fn semantic_eq(a: &Value, b: &Value) -> bool {
+    normalize(a) == normalize(b)
+}
+
+fn normalize(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), normalize(v)))
+                .filter(|(_, v)| !is_zero(v))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(normalize).collect()),
+        _ => v.clone(),
+    }
+}
+
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
     }
 }
 
@@ -785,7 +896,10 @@ mod tests {
     #[test]
     fn error_bodies_match_upstream() {
         let cases: Vec<(FieldError, &str)> = vec![
-            (FieldError::required("metadata.name", ""), "metadata.name: Required value"),
+            (
+                FieldError::required("metadata.name", ""),
+                "metadata.name: Required value",
+            ),
             (
                 FieldError::required("metadata.name", "name or generateName is required"),
                 "metadata.name: Required value: name or generateName is required",
@@ -811,7 +925,11 @@ mod tests {
                 "x: Invalid value: {\"app\":\"y\"}: bad",
             ),
             (
-                FieldError::not_supported("spec.restartPolicy", "Sometimes", &["Always", "OnFailure", "Never"]),
+                FieldError::not_supported(
+                    "spec.restartPolicy",
+                    "Sometimes",
+                    &["Always", "OnFailure", "Never"],
+                ),
                 "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
             ),
             (
@@ -885,18 +1003,38 @@ mod tests {
             (NameRule::Subdomain, "Foo", false, vec![sub.into()]),
             (NameRule::Subdomain, "a..b", false, vec![sub.into()]),
             (NameRule::Subdomain, "", false, vec![sub.into()]),
-            (NameRule::Subdomain, &long_sub, false, vec![max_len_error(253)]),
+            (
+                NameRule::Subdomain,
+                &long_sub,
+                false,
+                vec![max_len_error(253)],
+            ),
             (NameRule::Subdomain, "web-", true, vec![]),
             (NameRule::Subdomain, "web-", false, vec![sub.into()]),
             (NameRule::Label, "my-ns", false, vec![]),
-            (NameRule::Label, "my.ns", false, vec!["must not contain dots".into()]),
+            (
+                NameRule::Label,
+                "my.ns",
+                false,
+                vec!["must not contain dots".into()],
+            ),
             (NameRule::Label, "-x", false, vec![label.into()]),
             (NameRule::Label, &long_label, false, vec![max_len_error(63)]),
             (NameRule::Dns1035Label, "svc-1", false, vec![]),
             (NameRule::Dns1035Label, "1svc", false, vec![dns1035.into()]),
             (NameRule::PathSegment, "system:admin", false, vec![]),
-            (NameRule::PathSegment, "..", false, vec!["may not be '..'".into()]),
-            (NameRule::PathSegment, "a/b%", false, vec!["may not contain '/'".into(), "may not contain '%'".into()]),
+            (
+                NameRule::PathSegment,
+                "..",
+                false,
+                vec!["may not be '..'".into()],
+            ),
+            (
+                NameRule::PathSegment,
+                "a/b%",
+                false,
+                vec!["may not contain '/'".into(), "may not contain '%'".into()],
+            ),
         ];
         for (rule, name, prefix, want) in cases {
             assert_eq!(validate_name(rule, name, prefix), want, "{rule:?} {name}");
@@ -904,28 +1042,48 @@ mod tests {
         assert_eq!(name_rule("", "Service"), NameRule::Dns1035Label);
         assert_eq!(name_rule("", "Namespace"), NameRule::Label);
         assert_eq!(name_rule("apps", "Deployment"), NameRule::Subdomain);
-        assert_eq!(name_rule("rbac.authorization.k8s.io", "ClusterRole"), NameRule::PathSegment);
+        assert_eq!(
+            name_rule("rbac.authorization.k8s.io", "ClusterRole"),
+            NameRule::PathSegment
+        );
     }
 
     #[test]
     fn qualified_names_and_label_values() {
         assert!(is_qualified_name("app").is_empty());
         assert!(is_qualified_name("example.com/My_Name-1.x").is_empty());
-        assert_eq!(is_qualified_name("/a"), vec!["prefix part must be non-empty"]);
+        assert_eq!(
+            is_qualified_name("/a"),
+            vec!["prefix part must be non-empty"]
+        );
         assert_eq!(is_qualified_name("a/"), vec![
             "name part must be non-empty".to_string(),
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_string(),
         ]);
         assert_eq!(
             is_qualified_name("a/b/c"),
-            vec!["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+            vec![
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ]
         );
-        assert_eq!(is_qualified_name("Bad_/x")[0].split(' ').take(3).collect::<Vec<_>>(), ["prefix", "part", "a"]);
-        assert_eq!(is_qualified_name(&"a".repeat(64)), vec![format!("name part {}", max_len_error(63))]);
+        assert_eq!(
+            is_qualified_name("Bad_/x")[0]
+                .split(' ')
+                .take(3)
+                .collect::<Vec<_>>(),
+            ["prefix", "part", "a"]
+        );
+        assert_eq!(
+            is_qualified_name(&"a".repeat(64)),
+            vec![format!("name part {}", max_len_error(63))]
+        );
         assert!(is_valid_label_value("").is_empty());
         assert!(is_valid_label_value("v1.2_x").is_empty());
         assert_eq!(is_valid_label_value("-x").len(), 1);
-        assert_eq!(is_valid_label_value(&"a".repeat(64)), vec![max_len_error(63)]);
+        assert_eq!(
+            is_valid_label_value(&"a".repeat(64)),
+            vec![max_len_error(63)]
+        );
     }
 
     #[test]
@@ -935,12 +1093,21 @@ mod tests {
         assert_eq!(is_config_map_key(".."), vec!["must not be '..'"]);
         assert_eq!(is_config_map_key("..x"), vec!["must not start with '..'"]);
         assert!(is_valid_port_num(80).is_empty());
-        assert_eq!(is_valid_port_num(0), vec!["must be between 1 and 65535, inclusive"]);
+        assert_eq!(
+            is_valid_port_num(0),
+            vec!["must be between 1 and 65535, inclusive"]
+        );
         assert!(is_valid_port_name("http").is_empty());
-        assert_eq!(is_valid_port_name("80"), vec!["must contain at least one letter (a-z)"]);
+        assert_eq!(
+            is_valid_port_name("80"),
+            vec!["must contain at least one letter (a-z)"]
+        );
         assert_eq!(
             is_valid_port_name("-a--b-"),
-            vec!["must not contain consecutive hyphens", "must not begin or end with a hyphen"]
+            vec![
+                "must not contain consecutive hyphens",
+                "must not begin or end with a hyphen"
+            ]
         );
         assert!(is_valid_percent("25%").is_empty());
         assert_eq!(is_valid_percent("x%").len(), 1);
@@ -960,7 +1127,11 @@ mod tests {
         assert_eq!(long.len(), 63);
         assert!(long.ends_with("bbbbb"));
         let name = generate_name("p-", || u64::MAX);
-        assert!(name[2..].chars().all(|c| GENERATE_NAME_ALPHABET.contains(c)));
+        assert!(
+            name[2..]
+                .chars()
+                .all(|c| GENERATE_NAME_ALPHABET.contains(c))
+        );
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Value> {
     let ct = content_type.split(';').next().unwrap_or("").trim();
     match ct {
         "application/yaml" | "application/apply-patch+yaml" => {
-            let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the body is not valid UTF-8"))?;
             // JSON is YAML, but parse it as JSON first for exact numbers and errors.
             if let Ok(v) = serde_json::from_str::<Value>(text) {
                 return Ok(v);
@@ -23,7 +24,8 @@ pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Value> {
             serde_saphyr::from_str::<Value>(text)
                 .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))
         }
-        "" | "application/json"
+        ""
+        | "application/json"
         | "application/json-patch+json"
         | "application/merge-patch+json"
         | "application/strategic-merge-patch+json"
@@ -63,15 +65,27 @@ pub struct Decoded {
 }
 
 /// Checks `apiVersion`/`kind` against the endpoint and decodes through the kind's type.
-pub fn decode_object(rt: &ResourceType, body: Value, validation: FieldValidation) -> ApiResult<Decoded> {
+pub fn decode_object(
+    rt: &ResourceType,
+    body: Value,
+    validation: FieldValidation,
+) -> ApiResult<Decoded> {
     if !body.is_object() {
         return Err(ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: the body must be a JSON object",
             rt.kind, rt.version, rt.kind
         )));
     }
-    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
-    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let api_version = body
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let kind = body
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let mut body = body;
     if !api_version.is_empty() || !kind.is_empty() {
         let (g, v) = registry::split_api_version(&api_version);
@@ -91,14 +105,20 @@ pub fn decode_object(rt: &ResourceType, body: Value, validation: FieldValidation
     body["apiVersion"] = Value::String(rt.api_version());
     body["kind"] = Value::String(rt.kind.to_string());
     let pruned = (rt.roundtrip)(body.clone()).map_err(|e| {
-        ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: {e}", rt.kind, rt.version, rt.kind))
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
     })?;
     let mut unknown = Vec::new();
     unknown_fields(&body, &pruned, "", &mut unknown);
     let mut warnings = Vec::new();
     match validation {
         FieldValidation::Strict if !unknown.is_empty() => {
-            let list: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+            let list: Vec<String> = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect();
             return Err(ApiError::bad_request(format!(
                 "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
                 rt.kind,
@@ -107,10 +127,15 @@ pub fn decode_object(rt: &ResourceType, body: Value, validation: FieldValidation
                 list.join(", ")
             )));
         }
-        FieldValidation::Warn => warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\""))),
+        FieldValidation::Warn => {
+            warnings.extend(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
+        }
         _ => {}
     }
-    Ok(Decoded { obj: pruned, warnings })
+    Ok(Decoded {
+        obj: pruned,
+        warnings,
+    })
 }
 
 /// Fields present in `orig` that decoding dropped, as upstream prints them
@@ -119,7 +144,11 @@ fn unknown_fields(orig: &Value, pruned: &Value, path: &str, out: &mut Vec<String
     match (orig, pruned) {
         (Value::Object(o), Value::Object(p)) => {
             for (k, v) in o {
-                let child = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match p.get(k) {
                     Some(pv) => unknown_fields(v, pv, &child, out),
                     // A null for a known optional field decodes to nothing.
@@ -150,10 +179,21 @@ mod tests {
     fn strict_rejects_unknown_fields_with_their_path() {
         let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
             "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "c", "imagee": "x"}]}}, "foo": 1}});
-        let err = decode_object(deploy(), body.clone(), FieldValidation::Strict).err().unwrap();
+        let err = decode_object(deploy(), body.clone(), FieldValidation::Strict)
+            .err()
+            .unwrap();
         assert_eq!(err.code, 400);
-        assert!(err.message.contains("unknown field \"spec.foo\""), "{}", err.message);
-        assert!(err.message.contains("unknown field \"spec.template.spec.containers[0].imagee\""), "{}", err.message);
+        assert!(
+            err.message.contains("unknown field \"spec.foo\""),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message
+                .contains("unknown field \"spec.template.spec.containers[0].imagee\""),
+            "{}",
+            err.message
+        );
         let ok = decode_object(deploy(), body.clone(), FieldValidation::Warn).unwrap();
         assert_eq!(ok.warnings.len(), 2);
         assert!(ok.obj["spec"].get("foo").is_none());
@@ -163,24 +203,52 @@ mod tests {
 
     #[test]
     fn wrong_kind_or_version_is_rejected() {
-        for (av, kind) in [("v1", "Deployment"), ("apps/v1beta1", "Deployment"), ("apps/v1", "Pod")] {
-            let err = decode_object(deploy(), json!({"apiVersion": av, "kind": kind}), FieldValidation::Strict).err().unwrap();
+        for (av, kind) in [
+            ("v1", "Deployment"),
+            ("apps/v1beta1", "Deployment"),
+            ("apps/v1", "Pod"),
+        ] {
+            let err = decode_object(
+                deploy(),
+                json!({"apiVersion": av, "kind": kind}),
+                FieldValidation::Strict,
+            )
+            .err()
+            .unwrap();
             assert_eq!(err.code, 400, "{av} {kind}");
-            assert!(err.message.contains("does not match the expected API version (apps/v1)"));
+            assert!(
+                err.message
+                    .contains("does not match the expected API version (apps/v1)")
+            );
         }
     }
 
     #[test]
     fn wrong_types_are_bad_requests() {
-        let err = decode_object(deploy(), json!({"spec": {"replicas": "three"}}), FieldValidation::Strict).err().unwrap();
+        let err = decode_object(
+            deploy(),
+            json!({"spec": {"replicas": "three"}}),
+            FieldValidation::Strict,
+        )
+        .err()
+        .unwrap();
         assert_eq!(err.code, 400);
-        assert!(err.message.starts_with("Deployment in version \"v1\" cannot be handled as a Deployment"));
+        assert!(
+            err.message
+                .starts_with("Deployment in version \"v1\" cannot be handled as a Deployment")
+        );
     }
 
     #[test]
     fn yaml_and_json_bodies() {
-        assert_eq!(parse("application/yaml", b"a: 1\nb: [x]\n").unwrap(), json!({"a": 1, "b": ["x"]}));
-        assert_eq!(parse("application/json", br#"{"a":1}"#).unwrap(), json!({"a": 1}));
+        assert_eq!(
+            parse("application/yaml", b"a: 1\nb: [x]\n").unwrap(),
+            json!({"a": 1, "b": ["x"]})
+        );
+        assert_eq!(
+            parse("application/json", br#"{"a":1}"#).unwrap(),
+            json!({"a": 1})
+        );
         assert_eq!(parse("application/json", b"{nope").err().unwrap().code, 400);
         assert_eq!(parse("application/yaml", b"a: [").err().unwrap().code, 400);
         assert_eq!(parse("text/plain", b"x").err().unwrap().code, 415);

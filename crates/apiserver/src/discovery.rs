@@ -4,8 +4,10 @@
 use berth_api::registry::{self, ResourceType};
 use serde_json::{Value, json};
 
-pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const AGGREGATED_V2BETA1: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// The Kubernetes version Berth serves.
 pub const KUBE_MINOR: &str = "33";
@@ -79,7 +81,11 @@ fn sub_kind(rt: &ResourceType, sub: &str) -> (&'static str, &'static str, &'stat
 }
 
 fn group_version(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_string() } else { format!("{group}/{version}") }
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 /// `/api`.
@@ -106,13 +112,19 @@ fn api_group(g: &registry::Group) -> Value {
 
 /// `/apis`.
 pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups().iter().filter(|g| !g.name.is_empty()).map(api_group).collect();
+    let groups: Vec<Value> = registry::groups()
+        .iter()
+        .filter(|g| !g.name.is_empty())
+        .map(api_group)
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`.
 pub fn api_group_doc(name: &str) -> Option<Value> {
-    let g = registry::groups().into_iter().find(|g| g.name == name && !name.is_empty())?;
+    let g = registry::groups()
+        .into_iter()
+        .find(|g| g.name == name && !name.is_empty())?;
     let mut doc = api_group(&g);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
@@ -228,10 +240,21 @@ mod tests {
     #[test]
     fn legacy_lists() {
         let v1 = api_resource_list("", "v1").unwrap();
-        let pods = v1["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap();
+        let pods = v1["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "pods")
+            .unwrap();
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(pods["categories"], json!(["all"]));
-        assert!(v1["resources"].as_array().unwrap().iter().any(|r| r["name"] == "pods/status"));
+        assert!(
+            v1["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"] == "pods/status")
+        );
         let scale = api_resource_list("apps", "v1").unwrap()["resources"]
             .as_array()
             .unwrap()
@@ -239,21 +262,44 @@ mod tests {
             .find(|r| r["name"] == "deployments/scale")
             .cloned()
             .unwrap();
-        assert_eq!((scale["group"].as_str(), scale["kind"].as_str()), (Some("autoscaling"), Some("Scale")));
+        assert_eq!(
+            (scale["group"].as_str(), scale["kind"].as_str()),
+            (Some("autoscaling"), Some("Scale"))
+        );
         assert!(api_resource_list("nope", "v1").is_none());
         let groups = api_group_list();
-        assert!(groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "apps"));
-        assert_eq!(api_group_doc("autoscaling").unwrap()["preferredVersion"]["version"], "v2");
+        assert!(
+            groups["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "apps")
+        );
+        assert_eq!(
+            api_group_doc("autoscaling").unwrap()["preferredVersion"]["version"],
+            "v2"
+        );
     }
 
     #[test]
     fn aggregated_discovery() {
-        assert_eq!(wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"), Some(AGGREGATED_V2));
+        assert_eq!(
+            wants_aggregated(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+            ),
+            Some(AGGREGATED_V2)
+        );
         assert_eq!(wants_aggregated("application/json"), None);
         let core = aggregated(true, "apidiscovery.k8s.io/v2");
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         assert_eq!(core["items"][0]["metadata"]["name"], "");
         let named = aggregated(false, "apidiscovery.k8s.io/v2");
-        assert!(named["items"].as_array().unwrap().iter().all(|g| g["metadata"]["name"] != ""));
+        assert!(
+            named["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|g| g["metadata"]["name"] != "")
+        );
     }
 }

@@ -9,7 +9,6 @@ pub mod discovery;
 pub mod metrics;
 pub mod negotiate;
 pub mod objects;
-pub mod openapi_cache;
 pub mod pki;
 pub mod request;
 pub mod rest;
@@ -30,7 +29,8 @@ use tokio::net::TcpListener;
 use tracing::info;
 
 /// Namespaces that exist from the start, as upstream's bootstrap creates them.
-pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -59,8 +59,10 @@ pub struct ApiServer {
 }
 
 fn tls_config(pki: &pki::Pki) -> Result<rustls::ServerConfig> {
-    let certs = rustls_pemfile::certs(&mut pki.serving_cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
-    let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())?.context("no serving key")?;
+    let certs = rustls_pemfile::certs(&mut pki.serving_cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()?;
+    let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())?
+        .context("no serving key")?;
     let mut roots = rustls::RootCertStore::empty();
     for ca in rustls_pemfile::certs(&mut pki.ca_pem.as_bytes()) {
         roots.add(ca?)?;
@@ -68,7 +70,9 @@ fn tls_config(pki: &pki::Pki) -> Result<rustls::ServerConfig> {
     let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
         .allow_unauthenticated()
         .build()?;
-    let mut cfg = rustls::ServerConfig::builder().with_client_cert_verifier(verifier).with_single_cert(certs, key)?;
+    let mut cfg = rustls::ServerConfig::builder()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(cfg)
 }
@@ -95,24 +99,36 @@ impl ApiServer {
             None => None,
         };
         let insecure_addr = insecure.as_ref().map(|l| l.local_addr()).transpose()?;
-        let host = if config.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { config.bind_address.to_string() };
+        let host = if config.bind_address.is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            config.bind_address.to_string()
+        };
         let server_url = match config.bind_address {
-            IpAddr::V6(_) if !config.bind_address.is_unspecified() => format!("https://[{host}]:{}", secure_addr.port()),
+            IpAddr::V6(_) if !config.bind_address.is_unspecified() => {
+                format!("https://[{host}]:{}", secure_addr.port())
+            }
             _ => format!("https://{host}:{}", secure_addr.port()),
         };
-        let kubeconfig = config.kubeconfig.clone().unwrap_or_else(|| config.data_dir.join("kubeconfig.yaml"));
+        let kubeconfig = config
+            .kubeconfig
+            .clone()
+            .unwrap_or_else(|| config.data_dir.join("kubeconfig.yaml"));
         pki.write_kubeconfig(&kubeconfig, &server_url)?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(&pki)?));
         let state = Arc::new(server::State {
-            rest: rest::Rest { store: store.clone() },
+            rest: rest::Rest {
+                store: store.clone(),
+            },
             metrics: metrics::Metrics::default(),
             admin_token: pki.admin_token.clone(),
-            openapi: openapi_cache::OpenApiCache::default(),
             server_address: format!("{host}:{}", secure_addr.port()),
         });
         bootstrap(&state.rest).await?;
-        let warm = state.clone();
-        tokio::task::spawn_blocking(move || warm.openapi.warm());
+        // Render the OpenAPI documents before kubectl's first apply asks for them.
+        tokio::task::spawn_blocking(|| {
+            berth_api::openapi::cached();
+        });
         Ok(ApiServer {
             secure_addr,
             insecure_addr,
@@ -128,7 +144,12 @@ impl ApiServer {
     /// Serves until `shutdown` flips to true.
     pub async fn serve(self, shutdown: tokio::sync::watch::Receiver<bool>) {
         info!(address = %self.secure_addr, "API server listening (HTTPS)");
-        let tls = tokio::spawn(server::serve_tls(self.secure, self.acceptor, self.state.clone(), shutdown.clone()));
+        let tls = tokio::spawn(server::serve_tls(
+            self.secure,
+            self.acceptor,
+            self.state.clone(),
+            shutdown.clone(),
+        ));
         if let Some(l) = self.insecure {
             info!(address = ?self.insecure_addr, "API server listening (plain HTTP, loopback, trusted)");
             let plain = tokio::spawn(server::serve_plain(l, self.state.clone(), shutdown));
@@ -158,8 +179,15 @@ pub async fn compactor(store: Arc<dyn Store>, interval: std::time::Duration) {
 
 /// Creates the system namespaces when missing.
 async fn bootstrap(rest: &rest::Rest) -> Result<()> {
-    let rt = berth_api::registry::lookup("", "v1", "namespaces").context("namespaces not registered")?;
-    let rp = request::ResourcePath { rt, namespace: None, name: None, subresource: None, legacy_watch: false };
+    let rt =
+        berth_api::registry::lookup("", "v1", "namespaces").context("namespaces not registered")?;
+    let rp = request::ResourcePath {
+        rt,
+        namespace: None,
+        name: None,
+        subresource: None,
+        legacy_watch: false,
+    };
     for ns in SYSTEM_NAMESPACES {
         if rest.store.get(&objects::key(rt, None, ns)).await?.is_some() {
             continue;

@@ -36,25 +36,36 @@ impl Default for Metrics {
         // Upstream's apiserver_request_duration_seconds buckets.
         let latency = Family::<LatencyLabels, Histogram>::new_with_constructor(|| {
             Histogram::new([
-                0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0,
-                20.0, 30.0, 45.0, 60.0,
+                0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0,
+                6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
             ])
         });
         let mut registry = Registry::default();
-        registry.register("apiserver_request", "Counter of apiserver requests broken out by verb, resource and HTTP code", requests.clone());
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out by verb, resource and HTTP code",
+            requests.clone(),
+        );
         registry.register(
             "apiserver_request_duration_seconds",
             "Response latency distribution in seconds for each verb and resource",
             latency.clone(),
         );
-        Metrics { registry: Mutex::new(registry), requests, latency }
+        Metrics {
+            registry: Mutex::new(registry),
+            requests,
+            latency,
+        }
     }
 }
 
 impl Metrics {
     pub fn observe(&self, labels: RequestLabels, seconds: f64) {
         self.latency
-            .get_or_create(&LatencyLabels { verb: labels.verb.clone(), resource: labels.resource.clone() })
+            .get_or_create(&LatencyLabels {
+                verb: labels.verb.clone(),
+                resource: labels.resource.clone(),
+            })
             .observe(seconds);
         self.requests.get_or_create(&labels).inc();
     }

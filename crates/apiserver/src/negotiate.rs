@@ -35,7 +35,10 @@ pub fn shape(accept: &str) -> ApiResult<Shape> {
                 _ => {}
             }
         }
-        let json_like = matches!(media, "application/json" | "application/*" | "*/*" | "application/yaml");
+        let json_like = matches!(
+            media,
+            "application/json" | "application/*" | "*/*" | "application/yaml"
+        );
         if !json_like {
             continue;
         }
@@ -47,7 +50,10 @@ pub fn shape(accept: &str) -> ApiResult<Shape> {
         match (as_, g) {
             (None, _) => return Ok(Shape::Object),
             (Some("Table"), Some("meta.k8s.io")) => return Ok(Shape::Table { version }),
-            (Some("PartialObjectMetadata") | Some("PartialObjectMetadataList"), Some("meta.k8s.io")) => {
+            (
+                Some("PartialObjectMetadata") | Some("PartialObjectMetadataList"),
+                Some("meta.k8s.io"),
+            ) => {
                 return Ok(Shape::Metadata { version });
             }
             _ => continue,
@@ -70,7 +76,9 @@ impl Include {
             None | Some("Metadata") => Ok(Include::Metadata),
             Some("None") => Ok(Include::None),
             Some("Object") => Ok(Include::Object),
-            Some(o) => Err(ApiError::bad_request(format!("includeObject: Unsupported value: \"{o}\""))),
+            Some(o) => Err(ApiError::bad_request(format!(
+                "includeObject: Unsupported value: \"{o}\""
+            ))),
         }
     }
 }
@@ -144,17 +152,32 @@ pub fn content_type(shape: Shape) -> String {
     match shape {
         Shape::Object => "application/json".into(),
         Shape::Table { version } => format!("application/json;as=Table;v={version};g=meta.k8s.io"),
-        Shape::Metadata { version } => format!("application/json;as=PartialObjectMetadata;v={version};g=meta.k8s.io"),
+        Shape::Metadata { version } => {
+            format!("application/json;as=PartialObjectMetadata;v={version};g=meta.k8s.io")
+        }
     }
 }
 
 /// Shapes one object (a get or a watch event).
-pub fn shape_object(rt: &ResourceType, obj: Value, shape: Shape, include: Include, with_columns: bool) -> Value {
+pub fn shape_object(
+    rt: &ResourceType,
+    obj: Value,
+    shape: Shape,
+    include: Include,
+    with_columns: bool,
+) -> Value {
     match shape {
         Shape::Object => obj,
         Shape::Table { version } => {
             let meta = json!({ "resourceVersion": obj.get("metadata").and_then(|m| m.get("resourceVersion")).cloned().unwrap_or(json!("")) });
-            table(rt, std::slice::from_ref(&obj), meta, include, version, with_columns)
+            table(
+                rt,
+                std::slice::from_ref(&obj),
+                meta,
+                include,
+                version,
+                with_columns,
+            )
         }
         Shape::Metadata { version } => partial_metadata(&obj, version),
     }
@@ -185,12 +208,25 @@ mod tests {
         assert_eq!(shape(kubectl_get).unwrap(), Shape::Table { version: "v1" });
         assert_eq!(shape("application/json").unwrap(), Shape::Object);
         assert_eq!(shape("").unwrap(), Shape::Object);
-        assert_eq!(shape("application/vnd.kubernetes.protobuf, */*").unwrap(), Shape::Object);
+        assert_eq!(
+            shape("application/vnd.kubernetes.protobuf, */*").unwrap(),
+            Shape::Object
+        );
         assert_eq!(
             shape("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").unwrap(),
             Shape::Metadata { version: "v1" }
         );
-        assert_eq!(shape("application/vnd.kubernetes.protobuf").unwrap_err().code, 406);
-        assert_eq!(shape("application/json;as=Frob;g=meta.k8s.io;v=v1").unwrap_err().code, 406);
+        assert_eq!(
+            shape("application/vnd.kubernetes.protobuf")
+                .unwrap_err()
+                .code,
+            406
+        );
+        assert_eq!(
+            shape("application/json;as=Frob;g=meta.k8s.io;v=v1")
+                .unwrap_err()
+                .code,
+            406
+        );
     }
 }

@@ -34,7 +34,9 @@ pub fn encode(obj: &Value) -> ApiResult<Bytes> {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
     }
-    serde_json::to_vec(&obj).map(Bytes::from).map_err(|e| ApiError::internal(e.to_string()))
+    serde_json::to_vec(&obj)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Reads a stored object, setting `resourceVersion` from the key's mod revision.
@@ -93,12 +95,18 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 pub fn is_deleting(obj: &Value) -> bool {
-    obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null())
+    obj.get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
 }
 
 /// RFC 3339 with seconds, as metav1.Time serialises.
@@ -129,7 +137,10 @@ mod tests {
         let deploy = lookup("apps", "v1", "deployments").unwrap();
         assert_eq!(key(pods, Some("default"), "x"), "/registry/pods/default/x");
         assert_eq!(key(nodes, None, "n"), "/registry/nodes/n");
-        assert_eq!(key(deploy, Some("a"), "d"), "/registry/deployments.apps/a/d");
+        assert_eq!(
+            key(deploy, Some("a"), "d"),
+            "/registry/deployments.apps/a/d"
+        );
         assert_eq!(list_prefix(pods, Some("a")), "/registry/pods/a/");
         assert_eq!(list_prefix(pods, None), "/registry/pods/");
     }

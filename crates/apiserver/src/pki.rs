@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use base64::Engine;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-    KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 
 /// What the server needs to serve TLS and authenticate clients.
@@ -57,9 +57,16 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
     if !ca_cert_path.exists() || !ca_key_path.exists() {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name = dn(&format!("berth-server-ca@{}", chrono::Utc::now().timestamp()), &[]);
+        params.distinguished_name = dn(
+            &format!("berth-server-ca@{}", chrono::Utc::now().timestamp()),
+            &[],
+        );
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let cert = params.self_signed(&key)?;
         write_private(&ca_key_path, &key.serialize_pem())?;
         fs::write(&ca_cert_path, cert.pem())?;
@@ -86,7 +93,9 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         }
     }
     let sans_line = all_sans.join(",");
-    let stale = fs::read_to_string(&sans_path).map(|s| s != sans_line).unwrap_or(true);
+    let stale = fs::read_to_string(&sans_path)
+        .map(|s| s != sans_line)
+        .unwrap_or(true);
     if stale || !serving_cert_path.exists() || !serving_key_path.exists() {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
@@ -99,7 +108,10 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
             })
             .collect::<Result<Vec<_>, rcgen::Error>>()?;
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         let cert = params.signed_by(&key, &issuer)?;
         write_private(&serving_key_path, &key.serialize_pem())?;
         fs::write(&serving_cert_path, cert.pem())?;
@@ -113,7 +125,10 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name = dn("system:admin", &["system:masters"]);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         let cert = params.signed_by(&key, &issuer)?;
         write_private(&admin_key_path, &key.serialize_pem())?;
         fs::write(&admin_cert_path, cert.pem())?;
@@ -169,7 +184,10 @@ mod tests {
         assert_eq!(a.admin_token, b.admin_token);
         let c = load_or_create(&dir, &["10.0.0.1".into()]).unwrap();
         assert_eq!(a.ca_pem, c.ca_pem);
-        assert_ne!(a.serving_cert_pem, c.serving_cert_pem, "new SAN must re-issue the serving cert");
+        assert_ne!(
+            a.serving_cert_pem, c.serving_cert_pem,
+            "new SAN must re-issue the serving cert"
+        );
         let kc = dir.join("kubeconfig.yaml");
         a.write_kubeconfig(&kc, "https://127.0.0.1:6443").unwrap();
         let text = fs::read_to_string(&kc).unwrap();

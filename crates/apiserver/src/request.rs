@@ -21,23 +21,42 @@ pub struct ResourcePath {
 #[derive(Debug)]
 pub enum Target {
     /// `/api` or `/apis`.
-    Root { legacy: bool },
+    Root {
+        legacy: bool,
+    },
     /// `/apis/<group>`.
     Group(String),
     /// `/api/v1` or `/apis/<group>/<version>`.
-    GroupVersion { group: String, version: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
     Resource(ResourcePath),
 }
 
 /// Parses a path beginning with `/api` or `/apis`.
 pub fn parse_path(path: &str) -> ApiResult<Target> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["api"] => return Ok(Target::Root { legacy: true }),
         ["apis"] => return Ok(Target::Root { legacy: false }),
         ["apis", g] => return Ok(Target::Group(g.to_string())),
-        ["api", v] => return Ok(Target::GroupVersion { group: String::new(), version: v.to_string() }),
-        ["apis", g, v] => return Ok(Target::GroupVersion { group: g.to_string(), version: v.to_string() }),
+        ["api", v] => {
+            return Ok(Target::GroupVersion {
+                group: String::new(),
+                version: v.to_string(),
+            });
+        }
+        ["apis", g, v] => {
+            return Ok(Target::GroupVersion {
+                group: g.to_string(),
+                version: v.to_string(),
+            });
+        }
         ["api", v, rest @ ..] => ("", v, rest),
         ["apis", g, v, rest @ ..] => (g, v, rest),
         _ => return Err(ApiError::path_not_found()),
@@ -46,7 +65,9 @@ pub fn parse_path(path: &str) -> ApiResult<Target> {
         ["watch", r @ ..] => (true, r),
         r => (false, r),
     };
-    let lookup = |plural: &str| registry::lookup(group, version, plural).ok_or_else(ApiError::path_not_found);
+    let lookup = |plural: &str| {
+        registry::lookup(group, version, plural).ok_or_else(ApiError::path_not_found)
+    };
     let rp = match rest {
         // `/api/v1/namespaces/{ns}/{plural}[/{name}[/{sub}]]` when {plural} is namespaced.
         ["namespaces", ns, plural, tail @ ..]
@@ -54,7 +75,13 @@ pub fn parse_path(path: &str) -> ApiResult<Target> {
         {
             let rt = lookup(plural)?;
             match tail {
-                [] => ResourcePath { rt, namespace: Some(ns.to_string()), name: None, subresource: None, legacy_watch },
+                [] => ResourcePath {
+                    rt,
+                    namespace: Some(ns.to_string()),
+                    name: None,
+                    subresource: None,
+                    legacy_watch,
+                },
                 [name] => ResourcePath {
                     rt,
                     namespace: Some(ns.to_string()),
@@ -71,13 +98,25 @@ pub fn parse_path(path: &str) -> ApiResult<Target> {
                 },
             }
         }
-        [plural] => ResourcePath { rt: lookup(plural)?, namespace: None, name: None, subresource: None, legacy_watch },
+        [plural] => ResourcePath {
+            rt: lookup(plural)?,
+            namespace: None,
+            name: None,
+            subresource: None,
+            legacy_watch,
+        },
         [plural, name] => {
             let rt = lookup(plural)?;
             if rt.namespaced {
                 return Err(ApiError::path_not_found());
             }
-            ResourcePath { rt, namespace: None, name: Some(name.to_string()), subresource: None, legacy_watch }
+            ResourcePath {
+                rt,
+                namespace: None,
+                name: Some(name.to_string()),
+                subresource: None,
+                legacy_watch,
+            }
         }
         [plural, name, sub, ..] => {
             let rt = lookup(plural)?;
@@ -126,12 +165,17 @@ impl Query {
     }
 
     pub fn get(&self, k: &str) -> Option<&str> {
-        self.params.get(k).map(String::as_str).filter(|s| !s.is_empty())
+        self.params
+            .get(k)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
     }
 
     pub fn flag(&self, k: &str) -> bool {
-        matches!(self.params.get(k).map(String::as_str), Some("true") | Some("1") | Some(""))
-            && self.params.contains_key(k)
+        matches!(
+            self.params.get(k).map(String::as_str),
+            Some("true") | Some("1") | Some("")
+        ) && self.params.contains_key(k)
     }
 
     pub fn dry_run(&self) -> ApiResult<bool> {
@@ -169,15 +213,32 @@ mod tests {
     #[test]
     fn resource_paths() {
         let r = res("/api/v1/namespaces/default/pods/x/status");
-        assert_eq!((r.rt.plural, r.namespace.as_deref(), r.name.as_deref(), r.subresource.as_deref()), ("pods", Some("default"), Some("x"), Some("status")));
+        assert_eq!(
+            (
+                r.rt.plural,
+                r.namespace.as_deref(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
+            ("pods", Some("default"), Some("x"), Some("status"))
+        );
         let r = res("/api/v1/namespaces/default");
-        assert_eq!((r.rt.plural, r.name.as_deref()), ("namespaces", Some("default")));
+        assert_eq!(
+            (r.rt.plural, r.name.as_deref()),
+            ("namespaces", Some("default"))
+        );
         let r = res("/api/v1/namespaces/kube-system/finalize");
-        assert_eq!((r.rt.plural, r.name.as_deref(), r.subresource.as_deref()), ("namespaces", Some("kube-system"), Some("finalize")));
+        assert_eq!(
+            (r.rt.plural, r.name.as_deref(), r.subresource.as_deref()),
+            ("namespaces", Some("kube-system"), Some("finalize"))
+        );
         let r = res("/api/v1/pods");
         assert_eq!((r.rt.plural, r.namespace.as_deref()), ("pods", None));
         let r = res("/apis/apps/v1/namespaces/a/deployments/d/scale");
-        assert_eq!((r.rt.kind, r.subresource.as_deref()), ("Deployment", Some("scale")));
+        assert_eq!(
+            (r.rt.kind, r.subresource.as_deref()),
+            ("Deployment", Some("scale"))
+        );
         let r = res("/api/v1/watch/namespaces/a/pods");
         assert!(r.legacy_watch);
         let r = res("/api/v1/nodes/n1");
@@ -186,7 +247,12 @@ mod tests {
 
     #[test]
     fn bad_paths_are_404() {
-        for p in ["/api/v1/foos", "/apis/apps/v1/deployments/x", "/api/v1/namespaces/a/pods/x/nosuch", "/apis/nope/v1/things"] {
+        for p in [
+            "/api/v1/foos",
+            "/apis/apps/v1/deployments/x",
+            "/api/v1/namespaces/a/pods/x/nosuch",
+            "/apis/nope/v1/things",
+        ] {
             let err = parse_path(p).unwrap_err();
             assert_eq!(err.code, 404, "{p}");
         }
@@ -194,7 +260,9 @@ mod tests {
 
     #[test]
     fn query_decoding() {
-        let q = Query::parse(Some("labelSelector=app%3Dweb&watch=true&limit=5&fieldSelector=a+b"));
+        let q = Query::parse(Some(
+            "labelSelector=app%3Dweb&watch=true&limit=5&fieldSelector=a+b",
+        ));
         assert_eq!(q.get("labelSelector"), Some("app=web"));
         assert!(q.flag("watch"));
         assert_eq!(q.int("limit").unwrap(), Some(5));

@@ -25,7 +25,11 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok(body: Value) -> Self {
-        Reply { code: 200, body, warnings: Vec::new() }
+        Reply {
+            code: 200,
+            body,
+            warnings: Vec::new(),
+        }
     }
 }
 
@@ -41,7 +45,11 @@ fn name_of(rp: &ResourcePath) -> ApiResult<&str> {
 }
 
 fn ns_of(rp: &ResourcePath) -> Option<&str> {
-    if rp.rt.namespaced { rp.namespace.as_deref() } else { None }
+    if rp.rt.namespaced {
+        rp.namespace.as_deref()
+    } else {
+        None
+    }
 }
 
 /// Label and field selectors of a list or watch request.
@@ -53,19 +61,22 @@ pub struct Selectors {
 
 impl Selectors {
     pub fn from_query(rt: &'static ResourceType, q: &Query) -> ApiResult<Self> {
-        let labels = match q.get("labelSelector") {
-            Some(s) => Some(
-                LabelSelector::parse(s)
-                    .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
-            ),
-            None => None,
-        };
+        let labels =
+            match q.get("labelSelector") {
+                Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
+                    ApiError::bad_request(format!("unable to parse requirement: {e}"))
+                })?),
+                None => None,
+            };
         let fields = match q.get("fieldSelector") {
             Some(s) => {
-                let fs = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
-                for f in fs.fields() {
-                    if !berth_api::selector::supported_field((rt.group, rt.kind), f) {
-                        return Err(ApiError::bad_request(format!("field label not supported: {f}")));
+                let fs = FieldSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
+                for f in fs.terms().iter().map(|t| t.field.as_str()) {
+                    if !berth_api::selector::supported_field((rt.kind, rt.group), f) {
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {f}"
+                        )));
                     }
                 }
                 Some(fs)
@@ -86,7 +97,7 @@ impl Selectors {
             }
         }
         if let Some(f) = &self.fields {
-            let key = (self.rt.group, self.rt.kind);
+            let key = (self.rt.kind, self.rt.group);
             if !f.matches(|field| berth_api::selector::field_value(key, obj, field)) {
                 return false;
             }
@@ -104,13 +115,23 @@ struct ContinueToken {
 }
 
 fn encode_continue(rv: i64, last_key: &str) -> String {
-    let t = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: last_key.to_string() };
+    let t = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv,
+        start: last_key.to_string(),
+    };
     base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
 fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
-    let bad = || ApiError::bad_request("continue key is not valid: the continue token is malformed".to_string());
-    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad())?;
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: the continue token is malformed".to_string(),
+        )
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE
+        .decode(token)
+        .map_err(|_| bad())?;
     let t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     if t.v != "meta.k8s.io/v1" || !t.start.starts_with(prefix) {
         return Err(bad());
@@ -119,8 +140,14 @@ fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
 }
 
 impl Rest {
-    async fn namespace_must_accept(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
-        let ns_rt = registry::lookup("", "v1", "namespaces").ok_or_else(|| ApiError::internal("no namespaces"))?;
+    async fn namespace_must_accept(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        let ns_rt = registry::lookup("", "v1", "namespaces")
+            .ok_or_else(|| ApiError::internal("no namespaces"))?;
         match self.store.get(&objects::key(ns_rt, None, ns)).await? {
             None => Err(ApiError::not_found(ns_rt, ns)),
             Some(kv) => {
@@ -132,7 +159,9 @@ impl Rest {
                         name,
                         ns
                     ));
-                    e.details = Some(json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}));
+                    e.details = Some(
+                        json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}),
+                    );
                     return Err(e);
                 }
                 Ok(())
@@ -140,7 +169,12 @@ impl Rest {
         }
     }
 
-    async fn current(&self, rt: &ResourceType, ns: Option<&str>, name: &str) -> ApiResult<(Value, KeyValue)> {
+    async fn current(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+    ) -> ApiResult<(Value, KeyValue)> {
         match self.store.get(&objects::key(rt, ns, name)).await? {
             Some(kv) => Ok((objects::decode(&kv)?, kv)),
             None => Err(ApiError::not_found(rt, name)),
@@ -149,11 +183,19 @@ impl Rest {
 
     /// Converts a stored object to the version the request asked for.
     fn to_version(&self, rt: &ResourceType, obj: Value) -> Value {
-        if rt.is_storage_version() { obj } else { berth_api::conversion::convert(obj, rt.group, rt.version) }
+        if rt.is_storage_version() {
+            obj
+        } else {
+            berth_api::conversion::convert(obj, rt.group, rt.version)
+        }
     }
 
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
-        if rt.is_storage_version() { obj } else { berth_api::conversion::convert(obj, rt.group, rt.storage_version) }
+        if rt.is_storage_version() {
+            obj
+        } else {
+            berth_api::conversion::convert(obj, rt.group, rt.storage_version)
+        }
     }
 
     fn storage_rt(&self, rt: &'static ResourceType) -> &'static ResourceType {
@@ -169,7 +211,9 @@ impl Rest {
         let (obj, _) = self.current(rp.rt, ns_of(rp), name).await?;
         match rp.subresource.as_deref() {
             Some("scale") => Ok(scale_of(rp.rt, &obj)),
-            None | Some("status") | Some("ephemeralcontainers") | Some("resize") => Ok(self.to_version(rp.rt, obj)),
+            None | Some("status") | Some("ephemeralcontainers") | Some("resize") => {
+                Ok(self.to_version(rp.rt, obj))
+            }
             Some(_) => Err(ApiError::method_not_allowed()),
         }
     }
@@ -193,11 +237,15 @@ impl Rest {
                 None | Some("NotOlderThan") => {
                     let current = self.store.current_revision().await?;
                     if rv > current {
-                        return Err(ApiError::timeout(format!("Too large resource version: {rv}, current: {current}")));
+                        return Err(ApiError::timeout(format!(
+                            "Too large resource version: {rv}, current: {current}"
+                        )));
                     }
                 }
                 Some(other) => {
-                    return Err(ApiError::bad_request(format!("invalid resourceVersionMatch: {other}")));
+                    return Err(ApiError::bad_request(format!(
+                        "invalid resourceVersionMatch: {other}"
+                    )));
                 }
             }
         }
@@ -261,14 +309,23 @@ impl Rest {
 
     /// Defaulting then validation, as upstream runs them before storing.
     fn admit(&self, rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
-        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
+        //TMP berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
         let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
         if errs.is_empty() {
             return Ok(());
         }
         let name = objects::name(obj).unwrap_or("").to_string();
         let causes = errs.iter().map(|e| e.to_cause()).collect();
-        Err(ApiError::invalid(rt, &name, berth_api::validation::invalid_message(rt, &name, &errs), causes))
+        Err(ApiError::invalid(
+            rt,
+            &name,
+            berth_api::validation::invalid_message(
+                &berth_api::validation::qualified_kind(rt.group, rt.kind),
+                &name,
+                &errs,
+            ),
+            causes,
+        ))
     }
 
     pub async fn create(&self, rp: &ResourcePath, body: Value, q: &Query) -> ApiResult<Reply> {
@@ -279,10 +336,14 @@ impl Rest {
         let validation = FieldValidation::parse(q.get("fieldValidation"))?;
         let dry_run = q.dry_run()?;
         let decode::Decoded { mut obj, warnings } = decode::decode_object(rt, body, validation)?;
-        let meta = objects::meta_mut(&mut obj).ok_or_else(|| ApiError::bad_request("object is not a JSON object"))?;
+        let meta = objects::meta_mut(&mut obj)
+            .ok_or_else(|| ApiError::bad_request("object is not a JSON object"))?;
         // Namespace: from the URL; a different one in the body is an error.
         if rt.namespaced {
-            let url_ns = rp.namespace.clone().ok_or_else(ApiError::method_not_allowed)?;
+            let url_ns = rp
+                .namespace
+                .clone()
+                .ok_or_else(ApiError::method_not_allowed)?;
             match meta.get("namespace").and_then(Value::as_str) {
                 Some(ns) if !ns.is_empty() && ns != url_ns => {
                     return Err(ApiError::bad_request(
@@ -296,18 +357,32 @@ impl Rest {
         } else {
             meta.remove("namespace");
         }
-        let name = match meta.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        let name = match meta
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
             Some(n) => n.to_string(),
-            None => match meta.get("generateName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            None => match meta
+                .get("generateName")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
                 Some(g) => {
-                    let n = berth_api::validation::generate_name(g, &mut rand::random::<u64>);
+                    let n = berth_api::validation::generate_name(g, rand::random::<u64>);
                     meta.insert("name".into(), json!(n));
                     n
                 }
                 None => String::new(),
             },
         };
-        for k in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ] {
             meta.remove(k);
         }
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -339,7 +414,11 @@ impl Rest {
             v
         };
         out = self.to_version(rt, out);
-        Ok(Reply { code: 201, body: out, warnings })
+        Ok(Reply {
+            code: 201,
+            body: out,
+            warnings,
+        })
     }
 
     /// PUT: replaces the object (or its status / scale).
@@ -369,11 +448,22 @@ impl Rest {
             }
         }
         let precondition = objects::resource_version(&obj).map(String::from);
-        let out = self.write(rp, &name, precondition, dry_run, |_| Ok(obj.clone())).await?;
-        Ok(Reply { code: 200, body: out, warnings })
+        let out = self
+            .write(rp, &name, precondition, dry_run, |_| Ok(obj.clone()))
+            .await?;
+        Ok(Reply {
+            code: 200,
+            body: out,
+            warnings,
+        })
     }
 
-    async fn update_scale(&self, rp: &ResourcePath, body: Value, dry_run: bool) -> ApiResult<Reply> {
+    async fn update_scale(
+        &self,
+        rp: &ResourcePath,
+        body: Value,
+        dry_run: bool,
+    ) -> ApiResult<Reply> {
         let name = name_of(rp)?.to_string();
         let replicas = body
             .get("spec")
@@ -390,10 +480,21 @@ impl Rest {
         Ok(Reply::ok(scale_of(rp.rt, &out)))
     }
 
-    pub async fn patch(&self, rp: &ResourcePath, content_type: &str, body: &[u8], q: &Query) -> ApiResult<Reply> {
+    pub async fn patch(
+        &self,
+        rp: &ResourcePath,
+        content_type: &str,
+        body: &[u8],
+        q: &Query,
+    ) -> ApiResult<Reply> {
         let rt = rp.rt;
         let name = name_of(rp)?.to_string();
-        let ct = content_type.split(';').next().unwrap_or("").trim().to_string();
+        let ct = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
         let validation = FieldValidation::parse(q.get("fieldValidation"))?;
         let dry_run = q.dry_run()?;
         if ct == "application/apply-patch+yaml" {
@@ -434,7 +535,11 @@ impl Rest {
                 .write_main(rp, &name, None, dry_run, |cur| {
                     let mut scale = scale_of(rt, &cur);
                     apply_patch(&mut scale)?;
-                    let replicas = scale.get("spec").and_then(|s| s.get("replicas")).and_then(Value::as_i64).unwrap_or(0);
+                    let replicas = scale
+                        .get("spec")
+                        .and_then(|s| s.get("replicas"))
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
                     let mut cur = cur;
                     cur["spec"]["replicas"] = json!(replicas);
                     Ok(cur)
@@ -460,7 +565,11 @@ impl Rest {
             })
             .await?;
         let warnings = warnings.into_inner().unwrap_or_default();
-        Ok(Reply { code: 200, body: out, warnings })
+        Ok(Reply {
+            code: 200,
+            body: out,
+            warnings,
+        })
     }
 
     /// Read-modify-write of one object with the endpoint's scope, retried on
@@ -498,10 +607,15 @@ impl Rest {
                     None => m.remove("namespace"),
                 };
             }
-            strategy::prepare_for_update(rt, match scope {
-                UpdateScope::Main => UpdateScope::Main,
-                UpdateScope::Status => UpdateScope::Status,
-            }, &mut new, &cur);
+            strategy::prepare_for_update(
+                rt,
+                match scope {
+                    UpdateScope::Main => UpdateScope::Main,
+                    UpdateScope::Status => UpdateScope::Status,
+                },
+                &mut new,
+                &cur,
+            );
             self.admit(rt, &mut new, Some(&cur))?;
             let stored = self.to_storage(rt, new);
             if dry_run {
@@ -517,7 +631,10 @@ impl Rest {
             }
             let key = objects::key(srt, ns, name);
             // The last finalizer removed from an object being deleted: it goes now.
-            if objects::is_deleting(&stored) && objects::finalizers(&stored).is_empty() && deletion_ready(&stored) {
+            if objects::is_deleting(&stored)
+                && objects::finalizers(&stored).is_empty()
+                && deletion_ready(&stored)
+            {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => return Ok(self.to_version(rt, cmp)),
                     Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
@@ -525,7 +642,11 @@ impl Rest {
                     Err(e) => return Err(e.into()),
                 }
             }
-            match self.store.update(&key, objects::encode(&stored)?, kv.mod_revision).await {
+            match self
+                .store
+                .update(&key, objects::encode(&stored)?, kv.mod_revision)
+                .await
+            {
                 Ok(new_kv) => {
                     let mut v = stored;
                     objects::set_resource_version(&mut v, new_kv.mod_revision);
@@ -549,11 +670,19 @@ impl Rest {
         dry_run: bool,
         mutate: impl Fn(Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
-        let main = ResourcePath { subresource: None, ..rp.clone() };
+        let main = ResourcePath {
+            subresource: None,
+            ..rp.clone()
+        };
         self.write(&main, name, precondition, dry_run, mutate).await
     }
 
-    pub async fn delete(&self, rp: &ResourcePath, body: Option<Value>, q: &Query) -> ApiResult<Reply> {
+    pub async fn delete(
+        &self,
+        rp: &ResourcePath,
+        body: Option<Value>,
+        q: &Query,
+    ) -> ApiResult<Reply> {
         let rt = rp.rt;
         let name = name_of(rp)?.to_string();
         if rp.subresource.is_some() {
@@ -567,18 +696,26 @@ impl Rest {
             let (cur, kv) = self.current(srt, ns, &name).await?;
             if let Some(uid) = &opts.precondition_uid {
                 if objects::meta_str(&cur, "uid") != Some(uid.as_str()) {
-                    return Err(ApiError::conflict_msg(rt, &name, &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        objects::meta_str(&cur, "uid").unwrap_or("")
-                    )));
+                    return Err(ApiError::conflict_msg(
+                        rt,
+                        &name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            objects::meta_str(&cur, "uid").unwrap_or("")
+                        ),
+                    ));
                 }
             }
             if let Some(rv) = &opts.precondition_rv {
                 if rv != &kv.mod_revision.to_string() {
-                    return Err(ApiError::conflict_msg(rt, &name, &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        kv.mod_revision
-                    )));
+                    return Err(ApiError::conflict_msg(
+                        rt,
+                        &name,
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                            kv.mod_revision
+                        ),
+                    ));
                 }
             }
             let mut pending = cur.clone();
@@ -587,7 +724,9 @@ impl Rest {
                 Some("Foreground") if !finalizers.iter().any(|f| f == "foregroundDeletion") => {
                     finalizers.push("foregroundDeletion".into())
                 }
-                Some("Orphan") if !finalizers.iter().any(|f| f == "orphan") => finalizers.push("orphan".into()),
+                Some("Orphan") if !finalizers.iter().any(|f| f == "orphan") => {
+                    finalizers.push("orphan".into())
+                }
                 _ => {}
             }
             let grace = strategy::grace_period(rt, &cur, opts.grace_period);
@@ -599,12 +738,20 @@ impl Rest {
                     .is_some_and(|f| !f.is_empty());
             let immediate = finalizers.is_empty() && grace == 0 && !namespace_lifecycle;
             if opts.dry_run {
-                return Ok(Reply::ok(if immediate { success_status(rt, &name, &cur) } else { cur }));
+                return Ok(Reply::ok(if immediate {
+                    success_status(rt, &name, &cur)
+                } else {
+                    cur
+                }));
             }
             if immediate {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => {
-                        let body = if rt.kind == "Pod" { self.to_version(rt, cur) } else { success_status(rt, &name, &cur) };
+                        let body = if rt.kind == "Pod" {
+                            self.to_version(rt, cur)
+                        } else {
+                            success_status(rt, &name, &cur)
+                        };
                         return Ok(Reply::ok(body));
                     }
                     Err(StoreError::Conflict { .. }) => continue,
@@ -614,15 +761,25 @@ impl Rest {
             }
             // Graceful or finalized: mark, and let the owner of the finalizer or the node finish.
             if let Some(m) = objects::meta_mut(&mut pending) {
-                if !m.contains_key("deletionTimestamp") || m.get("deletionTimestamp").is_some_and(Value::is_null) {
+                if !m.contains_key("deletionTimestamp")
+                    || m.get("deletionTimestamp").is_some_and(Value::is_null)
+                {
                     let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
-                    m.insert("deletionTimestamp".into(), json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                    );
                     m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                } else if let Some(old) = m.get("deletionGracePeriodSeconds").and_then(Value::as_i64) {
+                } else if let Some(old) =
+                    m.get("deletionGracePeriodSeconds").and_then(Value::as_i64)
+                {
                     // A shorter grace period may replace a longer one, never the reverse.
                     if grace < old {
                         let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
-                        m.insert("deletionTimestamp".into(), json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+                        m.insert(
+                            "deletionTimestamp".into(),
+                            json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                        );
                         m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                     }
                 }
@@ -633,7 +790,11 @@ impl Rest {
             if rt.kind == "Namespace" {
                 pending["status"]["phase"] = json!("Terminating");
             }
-            match self.store.update(&key, objects::encode(&pending)?, kv.mod_revision).await {
+            match self
+                .store
+                .update(&key, objects::encode(&pending)?, kv.mod_revision)
+                .await
+            {
                 Ok(new_kv) => {
                     objects::set_resource_version(&mut pending, new_kv.mod_revision);
                     return Ok(Reply::ok(self.to_version(rt, pending)));
@@ -653,9 +814,18 @@ impl Rest {
             .pointer("/target/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
-            .ok_or_else(|| ApiError::new(422, "Invalid", format!("Binding.core \"{name}\" is invalid: target.name: Required value")))?
+            .ok_or_else(|| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("Binding.core \"{name}\" is invalid: target.name: Required value"),
+                )
+            })?
             .to_string();
-        let main = ResourcePath { subresource: None, ..rp.clone() };
+        let main = ResourcePath {
+            subresource: None,
+            ..rp.clone()
+        };
         let pod_name = name.clone();
         self.write_raw(&main, &name, move |mut pod| {
             let name = &pod_name;
@@ -673,18 +843,31 @@ impl Rest {
             Ok(pod)
         })
         .await?;
-        Ok(Reply { code: 201, body: json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}), warnings: Vec::new() })
+        Ok(Reply {
+            code: 201,
+            body: json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+            warnings: Vec::new(),
+        })
     }
 
     /// A server-side read-modify-write that bypasses the endpoint's scope rules
     /// (for subresources that change both spec and status, like binding).
-    async fn write_raw(&self, rp: &ResourcePath, name: &str, mutate: impl Fn(Value) -> ApiResult<Value>) -> ApiResult<Value> {
+    async fn write_raw(
+        &self,
+        rp: &ResourcePath,
+        name: &str,
+        mutate: impl Fn(Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
         let rt = rp.rt;
         let ns = ns_of(rp);
         for _ in 0..PATCH_RETRIES {
             let (cur, kv) = self.current(rt, ns, name).await?;
             let new = mutate(cur)?;
-            match self.store.update(&kv.key, objects::encode(&new)?, kv.mod_revision).await {
+            match self
+                .store
+                .update(&kv.key, objects::encode(&new)?, kv.mod_revision)
+                .await
+            {
                 Ok(new_kv) => {
                     let mut v = new;
                     objects::set_resource_version(&mut v, new_kv.mod_revision);
@@ -698,18 +881,35 @@ impl Rest {
         Err(ApiError::conflict(rt, name))
     }
 
-    pub async fn delete_collection(&self, rp: &ResourcePath, body: Option<Value>, q: &Query) -> ApiResult<Reply> {
-        let list = self.list(&ResourcePath { name: None, ..rp.clone() }, q).await?;
+    pub async fn delete_collection(
+        &self,
+        rp: &ResourcePath,
+        body: Option<Value>,
+        q: &Query,
+    ) -> ApiResult<Reply> {
+        let list = self
+            .list(
+                &ResourcePath {
+                    name: None,
+                    ..rp.clone()
+                },
+                q,
+            )
+            .await?;
         let mut deleted = Vec::new();
         for item in list["items"].as_array().cloned().unwrap_or_default() {
-            let Some(name) = objects::name(&item).map(String::from) else { continue };
+            let Some(name) = objects::name(&item).map(String::from) else {
+                continue;
+            };
             let item_rp = ResourcePath {
                 name: Some(name),
                 namespace: objects::namespace(&item).map(String::from),
                 ..rp.clone()
             };
             match self.delete(&item_rp, body.clone(), q).await {
-                Ok(r) if r.body.get("kind").and_then(Value::as_str) != Some("Status") => deleted.push(r.body),
+                Ok(r) if r.body.get("kind").and_then(Value::as_str) != Some("Status") => {
+                    deleted.push(r.body)
+                }
                 Ok(_) => deleted.push(item),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
@@ -727,9 +927,17 @@ impl Rest {
 /// An object under deletion may go once its finalizers are gone — except a
 /// graceful pod, which the node deletes (with grace 0) when its containers stopped.
 fn deletion_ready(obj: &Value) -> bool {
-    let grace = obj.get("metadata").and_then(|m| m.get("deletionGracePeriodSeconds")).and_then(Value::as_i64).unwrap_or(0);
+    let grace = obj
+        .get("metadata")
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let is_ns = obj.get("kind").and_then(Value::as_str) == Some("Namespace");
-    let ns_finalizers = obj.get("spec").and_then(|s| s.get("finalizers")).and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+    let ns_finalizers = obj
+        .get("spec")
+        .and_then(|s| s.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
     grace == 0 && !(is_ns && ns_finalizers)
 }
 
@@ -759,7 +967,13 @@ fn success_status(rt: &ResourceType, name: &str, obj: &Value) -> Value {
 pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut scale_meta = json!({});
-    for k in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = meta.get(k) {
             scale_meta[k] = v.clone();
         }
@@ -767,9 +981,18 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
     let selector = match rt.kind {
         "ReplicationController" => obj["spec"]["selector"]
             .as_object()
-            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .unwrap_or_default(),
-        _ => obj.get("spec").and_then(|s| s.get("selector")).map(meta_selector_string).unwrap_or_default(),
+        _ => obj
+            .get("spec")
+            .and_then(|s| s.get("selector"))
+            .map(meta_selector_string)
+            .unwrap_or_default(),
     };
     json!({
         "kind": "Scale",
@@ -791,9 +1014,20 @@ fn meta_selector_string(sel: &Value) -> String {
             parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
         }
     }
-    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+    for e in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let mut values: Vec<&str> = e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let mut values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         values.sort_unstable();
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
             "In" => parts.push(format!("{key} in ({})", values.join(","))),
@@ -821,18 +1055,33 @@ impl DeleteOptions {
             Some(g) => Some(g),
             None => q.int("gracePeriodSeconds")?,
         };
-        let orphan = b.get("orphanDependents").and_then(Value::as_bool).or_else(|| q.get("orphanDependents").map(|v| v == "true"));
+        let orphan = b
+            .get("orphanDependents")
+            .and_then(Value::as_bool)
+            .or_else(|| q.get("orphanDependents").map(|v| v == "true"));
         let propagation = b
             .get("propagationPolicy")
             .and_then(Value::as_str)
             .map(String::from)
             .or_else(|| q.get("propagationPolicy").map(String::from))
-            .or_else(|| orphan.map(|o| if o { "Orphan".to_string() } else { "Background".to_string() }));
+            .or_else(|| {
+                orphan.map(|o| {
+                    if o {
+                        "Orphan".to_string()
+                    } else {
+                        "Background".to_string()
+                    }
+                })
+            });
         if let Some(p) = &propagation {
             if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-                return Err(ApiError::new(422, "Invalid", format!(
-                    "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                )));
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    format!(
+                        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                    ),
+                ));
             }
         }
         let dry_run = match b.get("dryRun").and_then(Value::as_array) {
@@ -842,8 +1091,14 @@ impl DeleteOptions {
         Ok(DeleteOptions {
             grace_period,
             propagation,
-            precondition_uid: b.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from),
-            precondition_rv: b.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
+            precondition_uid: b
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(String::from),
+            precondition_rv: b
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from),
             dry_run,
         })
     }
@@ -858,9 +1113,21 @@ mod tests {
         let t = encode_continue(42, "/registry/pods/a/x");
         let back = decode_continue(&t, "/registry/pods/").unwrap();
         assert_eq!((back.rv, back.start.as_str()), (42, "/registry/pods/a/x"));
-        assert_eq!(decode_continue("!!!", "/registry/pods/").err().unwrap().code, 400);
+        assert_eq!(
+            decode_continue("!!!", "/registry/pods/")
+                .err()
+                .unwrap()
+                .code,
+            400
+        );
         // A token from another resource cannot page this one.
-        assert_eq!(decode_continue(&t, "/registry/secrets/").err().unwrap().code, 400);
+        assert_eq!(
+            decode_continue(&t, "/registry/secrets/")
+                .err()
+                .unwrap()
+                .code,
+            400
+        );
     }
 
     #[test]

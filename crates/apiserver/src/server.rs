@@ -48,7 +48,6 @@ pub struct State {
     pub rest: Rest,
     pub metrics: Metrics,
     pub admin_token: String,
-    pub openapi: crate::openapi_cache::OpenApiCache,
     pub server_address: String,
 }
 
@@ -63,7 +62,11 @@ fn full(code: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respons
 
 fn json_response(code: u16, content_type: &str, v: &Value, warnings: &[String]) -> Response<Body> {
     let body = serde_json::to_vec(v).unwrap_or_default();
-    let mut resp = full(StatusCode::from_u16(code).unwrap_or(StatusCode::OK), content_type, body);
+    let mut resp = full(
+        StatusCode::from_u16(code).unwrap_or(StatusCode::OK),
+        content_type,
+        body,
+    );
     for w in warnings {
         let text = format!("299 - \"{}\"", w.replace('"', "\\\""));
         if let Ok(h) = header::HeaderValue::from_str(&text) {
@@ -78,16 +81,26 @@ fn error_response(e: &ApiError) -> Response<Body> {
 }
 
 fn authenticate(state: &State, auth: &ConnAuth, req: &Request<Incoming>) -> Option<User> {
-    if let Some(h) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+    if let Some(h) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
         if let Some(token) = h.strip_prefix("Bearer ") {
             if constant_time_eq(token.trim().as_bytes(), state.admin_token.as_bytes()) {
-                return Some(User { name: "system:admin".into(), groups: vec!["system:masters".into()] });
+                return Some(User {
+                    name: "system:admin".into(),
+                    groups: vec!["system:masters".into()],
+                });
             }
             return None;
         }
     }
     match auth {
-        ConnAuth::Trusted => Some(User { name: "system:admin".into(), groups: vec!["system:masters".into()] }),
+        ConnAuth::Trusted => Some(User {
+            name: "system:admin".into(),
+            groups: vec!["system:masters".into()],
+        }),
         ConnAuth::Tls(u) => u.clone(),
     }
 }
@@ -103,7 +116,11 @@ fn is_public(path: &str) -> bool {
 }
 
 /// Serves one request.
-pub async fn handle(state: Arc<State>, auth: ConnAuth, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(
+    state: Arc<State>,
+    auth: ConnAuth,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -126,7 +143,9 @@ pub async fn handle(state: Arc<State>, auth: ConnAuth, req: Request<Incoming>) -
     };
     labels.code = resp.status().as_u16().to_string();
     debug!(method = %method, path = %path, code = %labels.code, ms = started.elapsed().as_millis() as u64, "request");
-    state.metrics.observe(labels, started.elapsed().as_secs_f64());
+    state
+        .metrics
+        .observe(labels, started.elapsed().as_secs_f64());
     Ok(resp)
 }
 
@@ -134,23 +153,55 @@ async fn read_body(req: Request<Incoming>) -> ApiResult<Bytes> {
     let limited = Limited::new(req.into_body(), decode::MAX_BODY);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large()),
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large())
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
     }
 }
 
 fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> String {
-    req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
-async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels) -> ApiResult<Response<Body>> {
+async fn route(
+    state: &State,
+    req: Request<Incoming>,
+    labels: &mut RequestLabels,
+) -> ApiResult<Response<Body>> {
     let path = req.uri().path().to_string();
     let accept = header_str(&req, header::ACCEPT);
     match path.as_str() {
-        "/version" | "/version/" => return Ok(json_response(200, "application/json", &discovery::version(), &[])),
-        "/metrics" => return Ok(full(StatusCode::OK, "text/plain; version=0.0.4", state.metrics.render())),
+        "/version" | "/version/" => {
+            return Ok(json_response(
+                200,
+                "application/json",
+                &discovery::version(),
+                &[],
+            ));
+        }
+        "/metrics" => {
+            return Ok(full(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                state.metrics.render(),
+            ));
+        }
         "/openapi/v3" | "/openapi/v3/" => {
-            return Ok(json_response(200, "application/json", &state.openapi.index(), &[]));
+            return Ok(full(
+                StatusCode::OK,
+                "application/json",
+                Bytes::from_static(&berth_api::openapi::cached().index),
+            ));
         }
         _ => {}
     }
@@ -158,12 +209,20 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
         return Ok(full(StatusCode::OK, "text/plain; charset=utf-8", "ok"));
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
-        return match state.openapi.document(gv) {
-            Some(bytes) => Ok(full(StatusCode::OK, "application/json", bytes)),
+        return match berth_api::openapi::cached().get(gv) {
+            Some(doc) => Ok(full(
+                StatusCode::OK,
+                "application/json",
+                Bytes::from_static(&doc.bytes),
+            )),
             None => Err(ApiError::path_not_found()),
         };
     }
-    if !(path == "/api" || path.starts_with("/api/") || path == "/apis" || path.starts_with("/apis/")) {
+    if !(path == "/api"
+        || path.starts_with("/api/")
+        || path == "/apis"
+        || path.starts_with("/apis/"))
+    {
         return Err(ApiError::path_not_found());
     }
     let target = request::parse_path(&path)?;
@@ -171,10 +230,23 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
         Target::Root { legacy } => {
             labels.verb = "get".into();
             if let Some(ct) = discovery::wants_aggregated(&accept) {
-                let v = if ct.contains("v2beta1") { "apidiscovery.k8s.io/v2beta1" } else { "apidiscovery.k8s.io/v2" };
-                return Ok(json_response(200, ct, &discovery::aggregated(legacy, v), &[]));
+                let v = if ct.contains("v2beta1") {
+                    "apidiscovery.k8s.io/v2beta1"
+                } else {
+                    "apidiscovery.k8s.io/v2"
+                };
+                return Ok(json_response(
+                    200,
+                    ct,
+                    &discovery::aggregated(legacy, v),
+                    &[],
+                ));
             }
-            let doc = if legacy { discovery::api_versions(&state.server_address) } else { discovery::api_group_list() };
+            let doc = if legacy {
+                discovery::api_versions(&state.server_address)
+            } else {
+                discovery::api_group_list()
+            };
             return Ok(json_response(200, "application/json", &doc, &[]));
         }
         Target::Group(g) => {
@@ -202,8 +274,10 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
     let include = Include::parse(q.get("includeObject"))?;
     match method {
         Method::GET if is_watch => {
-            let rx = watch::start(&state.rest, &rp, &q, watch::WatchParams { shape, include }).await?;
-            let stream = tokio_stream::wrappers::ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+            let rx =
+                watch::start(&state.rest, &rp, &q, watch::WatchParams { shape, include }).await?;
+            let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
+                .map(|b| Ok::<_, Infallible>(Frame::data(b)));
             let ct = match shape {
                 Shape::Object => "application/json".to_string(),
                 other => negotiate::content_type(other),
@@ -216,8 +290,15 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
                 .map_err(|e| ApiError::internal(e.to_string()))?)
         }
         Method::GET if rp.name.is_some() => {
-            if matches!(rp.subresource.as_deref(), Some("log" | "exec" | "attach" | "portforward" | "proxy")) {
-                return Err(ApiError::new(503, "ServiceUnavailable", "no node agent serves this subresource yet"));
+            if matches!(
+                rp.subresource.as_deref(),
+                Some("log" | "exec" | "attach" | "portforward" | "proxy")
+            ) {
+                return Err(ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    "no node agent serves this subresource yet",
+                ));
             }
             let obj = state.rest.get(&rp).await?;
             let body = if rp.subresource.as_deref() == Some("scale") {
@@ -225,13 +306,20 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
             } else {
                 negotiate::shape_object(rp.rt, obj, shape, include, true)
             };
-            Ok(json_response(200, &negotiate::content_type(shape), &body, &[]))
+            Ok(json_response(
+                200,
+                &negotiate::content_type(shape),
+                &body,
+                &[],
+            ))
         }
         Method::GET => {
             let list = state.rest.list(&rp, &q).await?;
             let body = negotiate::shape_list(rp.rt, list, shape, include);
             let ct = match shape {
-                Shape::Metadata { version } => format!("application/json;as=PartialObjectMetadataList;v={version};g=meta.k8s.io"),
+                Shape::Metadata { version } => format!(
+                    "application/json;as=PartialObjectMetadataList;v={version};g=meta.k8s.io"
+                ),
                 other => negotiate::content_type(other),
             };
             Ok(json_response(200, &ct, &body, &[]))
@@ -253,7 +341,9 @@ async fn route(state: &State, req: Request<Incoming>, labels: &mut RequestLabels
         }
         Method::PATCH => {
             let body = read_body(req).await?;
-            Ok(reply_response(state.rest.patch(&rp, &content_type, &body, &q).await?))
+            Ok(reply_response(
+                state.rest.patch(&rp, &content_type, &body, &q).await?,
+            ))
         }
         Method::DELETE => {
             let body = read_body(req).await?;
@@ -295,7 +385,12 @@ fn verb_name(method: &Method, rp: &ResourcePath, watch: bool) -> &'static str {
 pub fn user_from_cert(der: &[u8]) -> Option<User> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let subject = cert.subject();
-    let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let name = subject
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
     let groups = subject
         .iter_organization()
         .filter_map(|o| o.as_str().ok().map(String::from))
@@ -337,7 +432,8 @@ pub async fn serve_tls(
                 .and_then(|c| c.first())
                 .and_then(|c| user_from_cert(c.as_ref()));
             let auth = ConnAuth::Tls(user);
-            let svc = hyper::service::service_fn(move |req| handle(state.clone(), auth.clone(), req));
+            let svc =
+                hyper::service::service_fn(move |req| handle(state.clone(), auth.clone(), req));
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
@@ -351,7 +447,11 @@ pub async fn serve_tls(
 }
 
 /// Accepts plain-HTTP connections (loopback only) until `shutdown` resolves.
-pub async fn serve_plain(listener: TcpListener, state: Arc<State>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub async fn serve_plain(
+    listener: TcpListener,
+    state: Arc<State>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let (tcp, peer): (_, SocketAddr) = tokio::select! {
@@ -364,7 +464,9 @@ pub async fn serve_plain(listener: TcpListener, state: Arc<State>, mut shutdown:
         let state = state.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| handle(state.clone(), ConnAuth::Trusted, req));
+            let svc = hyper::service::service_fn(move |req| {
+                handle(state.clone(), ConnAuth::Trusted, req)
+            });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {

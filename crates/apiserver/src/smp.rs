@@ -8,8 +8,14 @@ use serde_json::{Map, Value};
 /// Merge key of a list field by its name (upstream's `patchMergeKey`).
 fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
     let key = match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env" | "imagePullSecrets"
-        | "resourceClaims" | "readinessGates" => "name",
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "resourceClaims"
+        | "readinessGates" => "name",
         "volumeMounts" => "mountPath",
         "volumeDevices" => "devicePath",
         "hostAliases" => "ip",
@@ -92,7 +98,10 @@ fn merge_list(field: &str, doc: &mut Vec<Value>, patch: &[Value]) {
         *doc = patch.iter().cloned().map(strip_directives).collect();
         return;
     };
-    if patch.iter().any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace")) {
+    if patch
+        .iter()
+        .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
         *doc = patch
             .iter()
             .filter(|p| p.get("$patch").is_none())
@@ -145,24 +154,30 @@ mod tests {
             "metadata": {"labels": {"k": "v", "drop": "me"}, "finalizers": ["f1"]}});
         let table = [
             // kubectl set image: one container changes, the other stays, ports are kept.
-            (json!({"spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+            (
+                json!({"spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
                 "containers": [{"name": "a", "image": "x:2"}]}}),
-             json!({"spec": {"containers": [
+                json!({"spec": {"containers": [
                 {"name": "a", "image": "x:2", "ports": [{"containerPort": 80}]},
                 {"name": "b", "image": "y:1"}]},
-                "metadata": {"labels": {"k": "v", "drop": "me"}, "finalizers": ["f1"]}})),
+                "metadata": {"labels": {"k": "v", "drop": "me"}, "finalizers": ["f1"]}}),
+            ),
             // null deletes a key; $patch: delete removes a list element; finalizers merge as a set.
-            (json!({"metadata": {"labels": {"drop": null}, "finalizers": ["f2"]},
+            (
+                json!({"metadata": {"labels": {"drop": null}, "finalizers": ["f2"]},
                 "spec": {"containers": [{"name": "b", "$patch": "delete"}]}}),
-             json!({"spec": {"containers": [
+                json!({"spec": {"containers": [
                 {"name": "a", "image": "x:1", "ports": [{"containerPort": 80}]}]},
-                "metadata": {"labels": {"k": "v"}, "finalizers": ["f1", "f2"]}})),
+                "metadata": {"labels": {"k": "v"}, "finalizers": ["f1", "f2"]}}),
+            ),
             // $deleteFromPrimitiveList removes values.
-            (json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}}),
-             json!({"spec": {"containers": [
+            (
+                json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}}),
+                json!({"spec": {"containers": [
                 {"name": "a", "image": "x:1", "ports": [{"containerPort": 80}]},
                 {"name": "b", "image": "y:1"}]},
-                "metadata": {"labels": {"k": "v", "drop": "me"}, "finalizers": []}})),
+                "metadata": {"labels": {"k": "v", "drop": "me"}, "finalizers": []}}),
+            ),
         ];
         for (i, (patch, want)) in table.into_iter().enumerate() {
             let mut doc = pod.clone();

@@ -28,7 +28,12 @@ fn details(rt: Option<&ResourceType>, name: &str) -> Value {
 
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -80,7 +85,12 @@ impl ApiError {
         ApiError {
             code: 409,
             reason: "Conflict",
-            message: format!("Operation cannot be fulfilled on {} \"{}\": {}", rt.group_resource(), name, why),
+            message: format!(
+                "Operation cannot be fulfilled on {} \"{}\": {}",
+                rt.group_resource(),
+                name,
+                why
+            ),
             details: Some(details(Some(rt), name)),
         }
     }
@@ -89,7 +99,12 @@ impl ApiError {
         let mut d = details(Some(rt), name);
         d["kind"] = json!(rt.kind);
         d["causes"] = Value::Array(causes);
-        ApiError { code: 422, reason: "Invalid", message, details: Some(d) }
+        ApiError {
+            code: 422,
+            reason: "Invalid",
+            message,
+            details: Some(d),
+        }
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -97,15 +112,29 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     pub fn unsupported_media_type(ct: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json (got {ct})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json (got {ct})"
+            ),
+        )
     }
 
     pub fn not_acceptable() -> Self {
-        Self::new(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io")
+        Self::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
     }
 
     pub fn unauthorized() -> Self {
@@ -117,11 +146,19 @@ impl ApiError {
     }
 
     pub fn too_large() -> Self {
-        Self::new(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
 
     pub fn timeout(message: impl Into<String>) -> Self {
@@ -155,7 +192,10 @@ impl From<berth_store::StoreError> for ApiError {
     fn from(e: berth_store::StoreError) -> Self {
         use berth_store::StoreError as E;
         match e {
-            E::Compacted { requested, compacted } => ApiError::gone(format!(
+            E::Compacted {
+                requested,
+                compacted,
+            } => ApiError::gone(format!(
                 "The resourceVersion for the provided watch is too old. (requested {requested}, compacted {compacted})"
             )),
             E::FutureRevision(r) => ApiError::timeout(format!("Too large resource version: {r}")),

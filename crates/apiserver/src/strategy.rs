@@ -67,7 +67,13 @@ pub enum UpdateScope {
 /// metadata that only the server sets.
 pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value, old: &Value) {
     // Server-owned metadata.
-    for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for k in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         let old_v = old.get("metadata").and_then(|m| m.get(k)).cloned();
         if let Some(m) = objects::meta_mut(new) {
             match old_v {
@@ -82,16 +88,14 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
     }
     let has_status = rt.has_subresource("status");
     match scope {
-        UpdateScope::Main if has_status => {
-            match old.get("status") {
-                Some(s) => new["status"] = s.clone(),
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("status");
-                    }
+        UpdateScope::Main if has_status => match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
                 }
             }
-        }
+        },
         UpdateScope::Main => {}
         UpdateScope::Status => {
             let status = new.get("status").cloned();
@@ -114,7 +118,11 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
         }
     }
     if tracks_generation(rt) && objects::spec_part(new) != objects::spec_part(old) {
-        let g = old.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+        let g = old
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         if let Some(m) = objects::meta_mut(new) {
             m.insert("generation".into(), json!(g + 1));
         }
@@ -134,7 +142,9 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
 
 /// Every namespace carries `kubernetes.io/metadata.name`, set by the server.
 fn namespace_name_label(obj: &mut Value) {
-    let Some(name) = objects::name(obj).map(String::from) else { return };
+    let Some(name) = objects::name(obj).map(String::from) else {
+        return;
+    };
     if let Some(m) = objects::meta_mut(obj) {
         let labels = m.entry("labels").or_insert_with(|| json!({}));
         if !labels.is_object() {
@@ -150,8 +160,16 @@ pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i
     if rt.kind != "Pod" {
         return 0;
     }
-    let scheduled = obj.get("spec").and_then(|s| s.get("nodeName")).and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-    let phase = obj.get("status").and_then(|s| s.get("phase")).and_then(Value::as_str).unwrap_or("");
+    let scheduled = obj
+        .get("spec")
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let phase = obj
+        .get("status")
+        .and_then(|s| s.get("phase"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !scheduled || phase == "Succeeded" || phase == "Failed" {
         return 0;
     }
@@ -176,7 +194,10 @@ mod tests {
         prepare_for_update(rt, UpdateScope::Main, &mut same, &old);
         assert_eq!(same["metadata"]["generation"], 3);
         assert_eq!(same["metadata"]["uid"], "u");
-        assert_eq!(same["status"]["replicas"], 1, "main resource may not change status");
+        assert_eq!(
+            same["status"]["replicas"], 1,
+            "main resource may not change status"
+        );
         let mut changed = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}});
         prepare_for_update(rt, UpdateScope::Main, &mut changed, &old);
         assert_eq!(changed["metadata"]["generation"], 4);

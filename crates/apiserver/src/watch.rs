@@ -45,17 +45,30 @@ impl Emitter {
             self.sent_columns = true;
             negotiate::shape_object(self.rt, obj, self.shape, self.include, with_columns)
         };
-        let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+        let mut line =
+            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
         line.push(b'\n');
         self.tx.send(Bytes::from(line)).await.is_ok()
     }
 }
 
 /// Starts a watch; the returned receiver yields the response body's chunks.
-pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParams) -> ApiResult<mpsc::Receiver<Bytes>> {
+pub async fn start(
+    rest: &Rest,
+    rp: &ResourcePath,
+    q: &Query,
+    params: WatchParams,
+) -> ApiResult<mpsc::Receiver<Bytes>> {
     let rt = rp.rt;
     let sel = Selectors::from_query(rt, q)?;
-    let prefix = objects::list_prefix(rt, if rt.namespaced { rp.namespace.as_deref() } else { None });
+    let prefix = objects::list_prefix(
+        rt,
+        if rt.namespaced {
+            rp.namespace.as_deref()
+        } else {
+            None
+        },
+    );
     let name_filter = rp.name.clone();
     let bookmarks = q.flag("allowWatchBookmarks");
     let send_initial = q.get("sendInitialEvents") == Some("true");
@@ -66,11 +79,20 @@ pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParam
     let rv = q.get("resourceVersion").map(String::from);
     let from: Option<i64> = match rv.as_deref() {
         None | Some("0") => None,
-        Some(s) => Some(s.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?),
+        Some(s) => Some(
+            s.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
+        ),
     };
     let store = rest.store.clone();
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let mut em = Emitter { rt, shape: params.shape, include: params.include, tx, sent_columns: false };
+    let mut em = Emitter {
+        rt,
+        shape: params.shape,
+        include: params.include,
+        tx,
+        sent_columns: false,
+    };
     let matches = move |obj: &Value| -> bool {
         if let Some(n) = &name_filter {
             if objects::name(obj) != Some(n.as_str()) {
@@ -80,13 +102,26 @@ pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParam
         sel.matches(obj)
     };
     let to_version = move |obj: Value| -> Value {
-        if rt.is_storage_version() { obj } else { berth_api::conversion::convert(obj, rt.group, rt.version) }
+        if rt.is_storage_version() {
+            obj
+        } else {
+            berth_api::conversion::convert(obj, rt.group, rt.version)
+        }
     };
     let storage_prefix = if rt.is_storage_version() {
         prefix
     } else {
         berth_api::registry::lookup(rt.group, rt.storage_version, rt.plural)
-            .map(|s| objects::list_prefix(s, if rt.namespaced { rp.namespace.as_deref() } else { None }))
+            .map(|s| {
+                objects::list_prefix(
+                    s,
+                    if rt.namespaced {
+                        rp.namespace.as_deref()
+                    } else {
+                        None
+                    },
+                )
+            })
             .unwrap_or(prefix)
     };
     tokio::spawn(async move {
@@ -99,7 +134,12 @@ pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParam
                 let mut at = 0;
                 loop {
                     let resp = match store
-                        .range(RangeRequest { prefix: storage_prefix.clone(), start_after: start_after.clone(), limit: 500, revision: at })
+                        .range(RangeRequest {
+                            prefix: storage_prefix.clone(),
+                            start_after: start_after.clone(),
+                            limit: 500,
+                            revision: at,
+                        })
                         .await
                     {
                         Ok(r) => r,
@@ -139,7 +179,8 @@ pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParam
             }
         };
         let mut last_rev = start_rev;
-        let mut bookmark = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
+        let mut bookmark =
+            tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => return,
@@ -186,9 +227,13 @@ pub async fn start(rest: &Rest, rp: &ResourcePath, q: &Query, params: WatchParam
 
 fn watch_error(e: StoreError) -> Value {
     match e {
-        StoreError::Compacted { requested, compacted } => {
-            ApiError::gone(format!("too old resource version: {requested} ({compacted})")).to_status()
-        }
+        StoreError::Compacted {
+            requested,
+            compacted,
+        } => ApiError::gone(format!(
+            "too old resource version: {requested} ({compacted})"
+        ))
+        .to_status(),
         other => ApiError::from(other).to_status(),
     }
 }

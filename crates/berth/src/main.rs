@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use tracing::info;
 
 #[derive(Parser)]
-#[command(name = "berth", version, about = "A Kubernetes-compatible container orchestrator in one binary")]
+#[command(
+    name = "berth",
+    version,
+    about = "A Kubernetes-compatible container orchestrator in one binary"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,7 +28,12 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct ServerArgs {
     /// Folder for the store, certificates, token and kubeconfig.
-    #[arg(long, short = 'd', default_value = "/var/lib/berth", env = "BERTH_DATA_DIR")]
+    #[arg(
+        long,
+        short = 'd',
+        default_value = "/var/lib/berth",
+        env = "BERTH_DATA_DIR"
+    )]
     data_dir: PathBuf,
     /// Address the API server listens on.
     #[arg(long, default_value = "0.0.0.0")]
@@ -50,20 +59,30 @@ struct ServerArgs {
 }
 
 async fn server(args: ServerArgs) -> Result<()> {
-    std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let compaction = std::time::Duration::from_secs(args.etcd_compaction_interval);
     let store: Arc<dyn berth_store::Store> = if args.datastore_endpoint.is_empty() {
         let path = args.data_dir.join("db").join("state.db");
         info!(path = %path.display(), "using the embedded store");
         // Compaction is driven below, the same way for both backends.
-        let opts = berth_store::sqlite::SqliteOptions { compaction_interval: None, ..Default::default() };
-        Arc::new(berth_store::sqlite::SqliteStore::open_with(&path, opts).context("opening the embedded store")?)
+        let opts = berth_store::sqlite::SqliteOptions {
+            compaction_interval: None,
+            ..Default::default()
+        };
+        Arc::new(
+            berth_store::sqlite::SqliteStore::open_with(&path, opts)
+                .context("opening the embedded store")?,
+        )
     } else {
         info!(endpoints = ?args.datastore_endpoint, "using etcd");
         Arc::new(
-            berth_store::etcd::EtcdStore::connect_with(&args.datastore_endpoint, Default::default())
-                .await
-                .context("connecting to etcd")?,
+            berth_store::etcd::EtcdStore::connect_with(
+                &args.datastore_endpoint,
+                Default::default(),
+            )
+            .await
+            .context("connecting to etcd")?,
         )
     };
     if !compaction.is_zero() {
@@ -97,13 +116,14 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}
@@ -116,12 +136,15 @@ async fn shutdown_signal() {
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("BERTH_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match cli.command {
         Command::Server(args) => rt.block_on(server(args)),
     }

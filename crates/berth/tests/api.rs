@@ -19,7 +19,18 @@ fn kill_9_keeps_every_acknowledged_create() {
         for i in 0..100_000 {
             let name = format!("c{i}");
             let out = std::process::Command::new("curl")
-                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary"])
+                .args([
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "-X",
+                    "POST",
+                    "-H",
+                    "Content-Type: application/json",
+                    "--data-binary",
+                ])
                 .arg(cm(&name))
                 .arg(format!("{http}/api/v1/namespaces/default/configmaps"))
                 .output()
@@ -35,14 +46,30 @@ fn kill_9_keeps_every_acknowledged_create() {
     let mut s = s;
     s.kill9();
     let acked = writer.join().unwrap();
-    assert!(acked.len() > 10, "too few writes before the kill: {}", acked.len());
+    assert!(
+        acked.len() > 10,
+        "too few writes before the kill: {}",
+        acked.len()
+    );
     let s = s.restart();
     let (code, list) = s.request("GET", "/api/v1/namespaces/default/configmaps", "", None);
     assert_eq!(code, 200);
-    let names: std::collections::HashSet<&str> =
-        list["items"].as_array().unwrap().iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
-    let missing: Vec<&String> = acked.iter().filter(|n| !names.contains(n.as_str())).collect();
-    assert!(missing.is_empty(), "{} acknowledged creates lost after kill -9: {:?}", missing.len(), &missing[..missing.len().min(5)]);
+    let names: std::collections::HashSet<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    let missing: Vec<&String> = acked
+        .iter()
+        .filter(|n| !names.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged creates lost after kill -9: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
 }
 
 #[test]
@@ -50,11 +77,19 @@ fn optimistic_concurrency_paging_and_watch_from_rv() {
     let s = Server::start("semantics");
     let base = "/api/v1/namespaces/default/configmaps";
     for i in 0..7 {
-        let (code, _) = s.request("POST", base, "application/json", Some(&cm(&format!("p{i}"))));
+        let (code, _) = s.request(
+            "POST",
+            base,
+            "application/json",
+            Some(&cm(&format!("p{i}"))),
+        );
         assert_eq!(code, 201);
     }
     let (code, again) = s.request("POST", base, "application/json", Some(&cm("p0")));
-    assert_eq!((code, again["reason"].as_str()), (409, Some("AlreadyExists")));
+    assert_eq!(
+        (code, again["reason"].as_str()),
+        (409, Some("AlreadyExists"))
+    );
 
     // Paging: 3 + 3 + 1, a consistent snapshot, remainingItemCount as upstream.
     let (_, page1) = s.request("GET", &format!("{base}?limit=3"), "", None);
@@ -65,20 +100,38 @@ fn optimistic_concurrency_paging_and_watch_from_rv() {
     s.request("POST", base, "application/json", Some(&cm("p9")));
     let (_, page2) = s.request("GET", &format!("{base}?limit=3&continue={token}"), "", None);
     let token2 = page2["metadata"]["continue"].as_str().unwrap().to_string();
-    let (_, page3) = s.request("GET", &format!("{base}?limit=3&continue={token2}"), "", None);
+    let (_, page3) = s.request(
+        "GET",
+        &format!("{base}?limit=3&continue={token2}"),
+        "",
+        None,
+    );
     assert_eq!(page3["items"].as_array().unwrap().len(), 1);
     assert!(page3["metadata"].get("continue").is_none());
-    assert_eq!(page1["metadata"]["resourceVersion"], page3["metadata"]["resourceVersion"]);
+    assert_eq!(
+        page1["metadata"]["resourceVersion"],
+        page3["metadata"]["resourceVersion"]
+    );
 
     // Stale resourceVersion → 409 Conflict with upstream's message.
     let (_, obj) = s.request("GET", &format!("{base}/p1"), "", None);
     let mut a = obj.clone();
     a["data"]["k"] = json!("A");
-    let (code, _) = s.request("PUT", &format!("{base}/p1"), "application/json", Some(&a.to_string()));
+    let (code, _) = s.request(
+        "PUT",
+        &format!("{base}/p1"),
+        "application/json",
+        Some(&a.to_string()),
+    );
     assert_eq!(code, 200);
     let mut b = obj.clone();
     b["data"]["k"] = json!("B");
-    let (code, err) = s.request("PUT", &format!("{base}/p1"), "application/json", Some(&b.to_string()));
+    let (code, err) = s.request(
+        "PUT",
+        &format!("{base}/p1"),
+        "application/json",
+        Some(&b.to_string()),
+    );
     assert_eq!(code, 409);
     assert_eq!(
         err["message"],
@@ -86,18 +139,47 @@ fn optimistic_concurrency_paging_and_watch_from_rv() {
     );
 
     // Label selectors: equality and set-based.
-    let (_, sel) = s.request("GET", &format!("{base}?labelSelector=n%20in%20(p1,p2)"), "", None);
+    let (_, sel) = s.request(
+        "GET",
+        &format!("{base}?labelSelector=n%20in%20(p1,p2)"),
+        "",
+        None,
+    );
     assert_eq!(sel["items"].as_array().unwrap().len(), 2);
-    let (_, sel) = s.request("GET", &format!("{base}?fieldSelector=metadata.name%3Dp3"), "", None);
+    let (_, sel) = s.request(
+        "GET",
+        &format!("{base}?fieldSelector=metadata.name%3Dp3"),
+        "",
+        None,
+    );
     assert_eq!(sel["items"].as_array().unwrap().len(), 1);
 
-    // Watch from a resourceVersion replays what happened after it.
-    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap();
-    let out = s.curl(&["-s", "--max-time", "3", &format!("{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1", s.http)]);
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["type"], "MODIFIED");
-    assert_eq!(events[0]["object"]["data"]["k"], "A");
+    // Watch from the paged list's snapshot replays what happened after it, in order.
+    let rv = page1["metadata"]["resourceVersion"].as_str().unwrap();
+    let out = s.curl(&[
+        "-s",
+        "--max-time",
+        "3",
+        &format!(
+            "{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1",
+            s.http
+        ),
+    ]);
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["object"]["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen, [("ADDED", "p9"), ("MODIFIED", "p1")], "{events:?}");
+    assert_eq!(events[1]["object"]["data"]["k"], "A");
 
     // Delete returns a Success status for a configmap; the object is gone.
     let (code, st) = s.request("DELETE", &format!("{base}/p2"), "application/json", None);
@@ -106,7 +188,12 @@ fn optimistic_concurrency_paging_and_watch_from_rv() {
     assert_eq!(code, 404);
 
     // dryRun=All validates and stores nothing.
-    let (code, _) = s.request("POST", &format!("{base}?dryRun=All"), "application/json", Some(&cm("dry")));
+    let (code, _) = s.request(
+        "POST",
+        &format!("{base}?dryRun=All"),
+        "application/json",
+        Some(&cm("dry")),
+    );
     assert_eq!(code, 201);
     let (code, _) = s.request("GET", &format!("{base}/dry"), "", None);
     assert_eq!(code, 404);
@@ -117,25 +204,44 @@ fn finalizers_and_pod_defaults() {
     let s = Server::start("finalizers");
     let base = "/api/v1/namespaces/default/configmaps";
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "f", "finalizers": ["example.com/hold"]}}).to_string();
-    assert_eq!(s.request("POST", base, "application/json", Some(&body)).0, 201);
+    assert_eq!(
+        s.request("POST", base, "application/json", Some(&body)).0,
+        201
+    );
     let (code, held) = s.request("DELETE", &format!("{base}/f"), "application/json", None);
     assert_eq!(code, 200);
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
     // Removing the finalizer lets the object go.
-    let (code, _) = s.request("PATCH", &format!("{base}/f"), "application/merge-patch+json", Some(r#"{"metadata":{"finalizers":null}}"#));
+    let (code, _) = s.request(
+        "PATCH",
+        &format!("{base}/f"),
+        "application/merge-patch+json",
+        Some(r#"{"metadata":{"finalizers":null}}"#),
+    );
     assert_eq!(code, 200);
     assert_eq!(s.request("GET", &format!("{base}/f"), "", None).0, 404);
 
     // A pod gets upstream's defaults and QoS class at creation.
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]}});
-    let (code, created) = s.request("POST", "/api/v1/namespaces/default/pods", "application/json", Some(&pod.to_string()));
+    let (code, created) = s.request(
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        "application/json",
+        Some(&pod.to_string()),
+    );
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["status"]["qosClass"], "Guaranteed");
     assert_eq!(created["status"]["phase"], "Pending");
     assert_eq!(created["spec"]["restartPolicy"], "Always");
     assert_eq!(created["spec"]["dnsPolicy"], "ClusterFirst");
     assert_eq!(created["spec"]["securityContext"], json!({}));
-    assert_eq!(created["spec"]["containers"][0]["imagePullPolicy"], "Always");
-    assert_eq!(created["spec"]["containers"][0]["resources"]["requests"]["cpu"], "100m");
+    assert_eq!(
+        created["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+    assert_eq!(
+        created["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "100m"
+    );
 }

@@ -7,7 +7,7 @@
 //! ```
 //! Sizes: `BENCH_SEQ` (sequential puts, default 500), `BENCH_PAR` (puts by 16
 //! writers, default 8000), `BENCH_WATCHERS` (default 100), `BENCH_EVENTS` (events
-//! per fan-out, default 1000), `BENCH_VALUE` (value bytes, default 1024). Starts its
+//! per fan-out, default 1024), `BENCH_VALUE` (value bytes, default 1024). Starts its
 //! own etcd (`/usr/bin/etcd`); `BERTH_SKIP_ETCD=1` leaves the etcd rows out.
 
 use std::error::Error;
@@ -103,9 +103,10 @@ async fn store_puts(store: Arc<dyn Store>, p: &Params, row: &mut Row) -> Res<()>
 async fn fanout(store: Arc<dyn Store>, p: &Params) -> Res<(Duration, Duration)> {
     let from = store.current_revision().await?;
     let mut receivers = Vec::with_capacity(p.watchers);
+    // What `put_loop` will write: a whole number per writer.
+    let events = p.events / WRITERS * WRITERS;
     for _ in 0..p.watchers {
         let mut w = store.watch("/fan/", from).await?;
-        let events = p.events;
         receivers.push(tokio::spawn(async move {
             for _ in 0..events {
                 match w.next().await {
@@ -119,7 +120,7 @@ async fn fanout(store: Arc<dyn Store>, p: &Params) -> Res<(Duration, Duration)> 
     }
     let t0 = Instant::now();
     let (s, v) = (store.clone(), p.value.clone());
-    put_loop(p.events, WRITERS, move |w, i| {
+    put_loop(events, WRITERS, move |w, i| {
         let (s, v) = (s.clone(), v.clone());
         async move { Ok(s.create(&format!("/fan/{w}/{i}"), v).await.map(drop)?) }
     })
@@ -127,7 +128,11 @@ async fn fanout(store: Arc<dyn Store>, p: &Params) -> Res<(Duration, Duration)> 
     let writes_done = Instant::now();
     let mut last = writes_done;
     for r in receivers {
-        last = last.max(r.await??);
+        // A watcher that never gets all events is a store bug: fail, don't hang.
+        let done = tokio::time::timeout(Duration::from_secs(300), r)
+            .await
+            .map_err(|_| "a watcher did not receive every event within 300 s")???;
+        last = last.max(done);
     }
     Ok((last - t0, last - writes_done))
 }
@@ -212,7 +217,7 @@ async fn main() -> Res<()> {
         seq: env("BENCH_SEQ", 500),
         par: env("BENCH_PAR", 8000),
         watchers: env("BENCH_WATCHERS", 100),
-        events: env("BENCH_EVENTS", 1000),
+        events: env("BENCH_EVENTS", 1024),
         value: Bytes::from(vec![b'x'; env("BENCH_VALUE", 1024)]),
     };
     let dir =
@@ -344,7 +349,7 @@ async fn main() -> Res<()> {
         p.par.min(2000),
         p.value.len(),
         p.watchers,
-        p.events
+        p.events / WRITERS * WRITERS
     );
     println!(
         "{:<28} {:>12} {:>14} {:>22} {:>16}  note",

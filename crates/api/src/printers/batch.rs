@@ -149,7 +149,7 @@ static CRON_JOB: Printer = Printer {
                 .into(),
             // Upstream prints the pointer as a string despite the boolean column type.
             bool_ptr(opt_bool(cj, &["spec", "suspend"])).into(),
-            (arr(cj, &["status", "active"]).len() as i64).into(),
+            arr(cj, &["status", "active"]).len().into(),
             last_schedule.into(),
             age(cj, now).into(),
             names.into(),

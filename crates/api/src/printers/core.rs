@@ -192,7 +192,7 @@ fn pod_cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
     }
 
     if !initializing || initialized_condition_true(pod) {
-        // Only sidecar restarts count once the pod is initialized.
+        // Past init, plain init containers' restarts stop counting; sidecars' still do.
         restarts = sidecar_restarts;
         last_restart = last_sidecar_restart;
         let mut has_running = false;
@@ -803,7 +803,7 @@ static SECRET: Printer = Printer {
         vec![
             name(o).into(),
             str_at(o, &["type"]).into(),
-            (keys.len() as i64).into(),
+            keys.len().into(),
             age(o, now).into(),
         ]
     },
@@ -822,7 +822,7 @@ static SERVICE_ACCOUNT: Printer = Printer {
     cells: |o, now| {
         vec![
             name(o).into(),
-            (arr(o, &["secrets"]).len() as i64).into(),
+            arr(o, &["secrets"]).len().into(),
             age(o, now).into(),
         ]
     },

@@ -60,8 +60,8 @@ pub(super) fn obj<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Map<String, Val
 }
 
 /// Number of entries of a map field (Go `len(map)`).
-pub(super) fn map_len(v: &Value, path: &[&str]) -> i64 {
-    obj(v, path).map_or(0, |m| m.len() as i64)
+pub(super) fn map_len(v: &Value, path: &[&str]) -> usize {
+    obj(v, path).map_or(0, Map::len)
 }
 
 /// `metadata.name`.

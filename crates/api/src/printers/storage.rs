@@ -149,7 +149,7 @@ static CSI_NODE: Printer = Printer {
     cells: |o, now| {
         vec![
             name(o).into(),
-            (arr(o, &["spec", "drivers"]).len() as i64).into(),
+            arr(o, &["spec", "drivers"]).len().into(),
             age(o, now).into(),
         ]
     },

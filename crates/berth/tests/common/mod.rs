@@ -17,7 +17,11 @@ pub struct Server {
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("berth-{tag}-{}-{}", std::process::id(), rand_suffix()));
+    let d = std::env::temp_dir().join(format!(
+        "berth-{tag}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
 }
@@ -37,7 +41,16 @@ impl Server {
     pub fn start_with(data_dir: PathBuf, extra: &[&str]) -> Server {
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args(["server", "--bind-address", "127.0.0.1", "--secure-port", "0", "--insecure-port", "0", "--data-dir"])
+            .args([
+                "server",
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                "0",
+                "--insecure-port",
+                "0",
+                "--data-dir",
+            ])
             .arg(&data_dir)
             .args(&extra_args)
             .env("BERTH_LOG", "warn")
@@ -63,10 +76,20 @@ impl Server {
                 http = a.to_string();
             }
         }
-        assert!(!https.is_empty() && !http.is_empty(), "berth server did not start");
+        assert!(
+            !https.is_empty() && !http.is_empty(),
+            "berth server did not start"
+        );
         // Keep draining stdout so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in reader.lines() {});
-        let s = Server { child, data_dir, https, http, kubeconfig, extra_args };
+        let s = Server {
+            child,
+            data_dir,
+            https,
+            http,
+            kubeconfig,
+            extra_args,
+        };
         s.wait_ready();
         s
     }
@@ -74,7 +97,14 @@ impl Server {
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            let out = self.curl(&["-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("{}/readyz", self.http)]);
+            let out = self.curl(&[
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &format!("{}/readyz", self.http),
+            ]);
             if String::from_utf8_lossy(&out.stdout) == "200" {
                 return;
             }
@@ -93,12 +123,21 @@ impl Server {
         cmd.arg("--kubeconfig").arg(&self.kubeconfig);
         cmd.arg("--cache-dir").arg(self.data_dir.join("kube-cache"));
         cmd.args(args);
-        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("run kubectl");
         if let Some(input) = stdin {
             use std::io::Write;
-            child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write stdin");
         }
         child.wait_with_output().expect("kubectl output")
     }
@@ -120,9 +159,24 @@ impl Server {
     }
 
     /// A JSON request on the plain port; returns (HTTP code, body).
-    pub fn request(&self, method: &str, path: &str, content_type: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Option<&str>,
+    ) -> (u16, serde_json::Value) {
         let url = format!("{}{}", self.http, path);
-        let mut args = vec!["-s", "-X", method, "-H", "Accept: application/json", "-w", "\n%{http_code}", &url];
+        let mut args = vec![
+            "-s",
+            "-X",
+            method,
+            "-H",
+            "Accept: application/json",
+            "-w",
+            "\n%{http_code}",
+            &url,
+        ];
         let ct = format!("Content-Type: {content_type}");
         if let Some(b) = body {
             args.extend(["-H", &ct, "--data-binary", b]);
