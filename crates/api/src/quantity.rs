@@ -670,6 +670,18 @@ mod tests {
             ("-0.0000000001", -1),
             ("1.0000000001", 1_000_000_001),
             ("0.5n", 1),
+            // From upstream's TestQuantityParse.
+            ("3.001n", 4),
+            ("1.1E-9", 2),
+            ("0.00000012345", 124),
+            ("0.00000000050", 1),
+            ("100.035Ki", 102_435_840_000_000),
+            ("0.05Gi", 53_687_091_200_000_000),
+            ("0.000000000001Ki", 2),
+            ("1.G", 1_000_000_000 * 1_000_000_000),
+            ("10.035M", 10_035_000 * 1_000_000_000),
+            ("1.3E+6", 1_300_000 * 1_000_000_000),
+            ("9223372036854775807Ki", i64::MAX as i128 * 1_000_000_000),
             // Upstream's scanner accepts these oddities.
             (".", 0),
             ("+", 0),
@@ -694,6 +706,15 @@ mod tests {
             ("1Ki5", "unable to parse quantity's suffix"),
             ("1mm", "unable to parse quantity's suffix"),
             ("1e100", "unable to parse quantity's numeric value"),
+            ("1.1.M", regex),
+            ("1+1.0M", regex),
+            ("0.1mi", "unable to parse quantity's suffix"),
+            ("0.1am", regex),
+            ("aoeu", regex),
+            (".5i", "unable to parse quantity's suffix"),
+            ("-3.01e-", "unable to parse quantity's suffix"),
+            (" 1", regex),
+            ("1 ", regex),
         ];
         for (s, msg) in cases {
             let err = Quantity::parse(s).expect_err(s);
@@ -797,6 +818,26 @@ mod tests {
         let mut d = q("+1");
         d.add(&Quantity::zero());
         assert_eq!(d.to_string(), "1", "arithmetic drops the cached input form");
+    }
+
+    #[test]
+    fn round_up_table_from_upstream() {
+        let cases: &[(&str, i32, &str, bool)] = &[
+            ("9.01", -3, "9010m", true),
+            ("9.01", -2, "9010m", true),
+            ("9.01", -1, "9100m", false),
+            ("9.01", 0, "10", false),
+            ("9.01", 1, "10", false),
+            ("9.01", 2, "100", false),
+            ("-9.01", -1, "-9100m", false),
+            ("-9.01", 0, "-10", false),
+            ("-9.01", 2, "-100", false),
+        ];
+        for (s, scale, want, exact) in cases {
+            let mut x = q(s);
+            assert_eq!(x.round_up(*scale), *exact, "{s} {scale}");
+            assert_eq!(x.to_string(), *want, "{s} {scale}");
+        }
     }
 
     #[test]

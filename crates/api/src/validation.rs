@@ -617,10 +617,16 @@ pub fn name_rule(group: &str, kind: &str) -> NameRule {
 /// Validates a name (or, with `prefix`, a generateName) under `rule`,
 /// returning upstream's messages.
 pub fn validate_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
-    // A generateName may end in '-': a random suffix follows it.
+    // A generateName may end in '-': a random suffix follows. Upstream masks
+    // it by replacing the last two bytes with 'a' (sic), so "x.-" passes.
     let masked;
-    let name = if prefix && rule != NameRule::PathSegment && name.len() > 1 && name.ends_with('-') {
-        masked = format!("{}a", &name[..name.len() - 1]);
+    let name = if prefix
+        && rule != NameRule::PathSegment
+        && name.len() > 1
+        && name.ends_with('-')
+        && name.is_char_boundary(name.len() - 2)
+    {
+        masked = format!("{}a", &name[..name.len() - 2]);
         masked.as_str()
     } else {
         name
@@ -675,28 +681,37 @@ pub const IS_NEGATIVE: &str = "must be greater than or equal to 0";
 // Entry point.
 
 /// Validates an object of `group`/`kind` (after defaulting); `old` is the
-/// stored object on update. Returns every error found.
+/// stored object on update. Returns every error found. Scope comes from
+/// [`is_cluster_scoped`]; use [`validate_scoped`] for custom resources.
 pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    validate_scoped(group, kind, !is_cluster_scoped(group, kind), obj, old)
+}
+
+/// [`validate`] with the scope given by the caller (the registry knows it).
+pub fn validate_scoped(
+    group: &str,
+    kind: &str,
+    namespaced: bool,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(map) = obj.as_object() else {
         errs.push(FieldError::type_invalid("", obj, "object"));
         return errs;
     };
-    let namespaced = !is_cluster_scoped(group, kind);
     let rule = name_rule(group, kind);
     let meta_path = "metadata";
-    match map.get("metadata") {
-        Some(m @ Value::Object(_)) => {
-            errs.extend(validate_object_meta(m, namespaced, rule, meta_path));
-            if let Some(old_meta) = old.and_then(|o| o.get("metadata")) {
-                errs.extend(validate_object_meta_update(m, old_meta, meta_path));
-            }
-        }
-        Some(other) => errs.push(FieldError::type_invalid(meta_path, other, "object")),
-        None => errs.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        )),
+    let empty = Value::Object(Map::new());
+    let meta = match map.get("metadata") {
+        None | Some(Value::Null) => &empty,
+        Some(m) => m,
+    };
+    errs.extend(validate_object_meta(meta, namespaced, rule, meta_path));
+    if meta.is_object()
+        && let Some(old_meta) = old.and_then(|o| o.get("metadata"))
+    {
+        errs.extend(validate_object_meta_update(meta, old_meta, meta_path));
     }
     errs.extend(match (group, kind) {
         ("", "Pod") => pod::validate_pod(obj, old),
@@ -1010,6 +1025,8 @@ mod tests {
                 vec![max_len_error(253)],
             ),
             (NameRule::Subdomain, "web-", true, vec![]),
+            (NameRule::Subdomain, "x.-", true, vec![]),
+            (NameRule::Label, "é-", true, vec![label.into()]),
             (NameRule::Subdomain, "web-", false, vec![sub.into()]),
             (NameRule::Label, "my-ns", false, vec![]),
             (
@@ -1132,6 +1149,139 @@ mod tests {
                 .chars()
                 .all(|c| GENERATE_NAME_ALPHABET.contains(c))
         );
+    }
+
+    #[test]
+    fn defaulted_objects_validate_clean() {
+        let pod_spec = json!({"containers": [{"name": "app", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+            "readinessProbe": {"httpGet": {"port": 80}}, "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}]});
+        let tmpl = json!({"metadata": {"labels": {"app": "web"}}, "spec": pod_spec});
+        let meta = json!({"name": "web", "namespace": "default", "uid": "6f1c"});
+        let mut job_tmpl = tmpl.clone();
+        job_tmpl["spec"]["restartPolicy"] = json!("Never");
+        let cases = vec![
+            ("", "Pod", json!({"metadata": meta, "spec": pod_spec})),
+            (
+                "",
+                "PodTemplate",
+                json!({"metadata": meta, "template": tmpl}),
+            ),
+            (
+                "",
+                "ReplicationController",
+                json!({"metadata": meta, "spec": {"template": tmpl}}),
+            ),
+            (
+                "",
+                "Service",
+                json!({"metadata": meta, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+            ),
+            (
+                "",
+                "Service",
+                json!({"metadata": meta, "spec": {"type": "NodePort", "ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}}),
+            ),
+            (
+                "",
+                "Service",
+                json!({"metadata": meta, "spec": {"type": "ExternalName", "externalName": "example.com."}}),
+            ),
+            (
+                "",
+                "ConfigMap",
+                json!({"metadata": meta, "data": {"a.conf": "x"}}),
+            ),
+            (
+                "",
+                "Secret",
+                json!({"metadata": meta, "stringData": {"password": "x"}}),
+            ),
+            ("", "Namespace", json!({"metadata": {"name": "team-a"}})),
+            (
+                "apps",
+                "Deployment",
+                json!({"metadata": meta, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": tmpl}}),
+            ),
+            (
+                "apps",
+                "ReplicaSet",
+                json!({"metadata": meta, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": tmpl}}),
+            ),
+            (
+                "apps",
+                "StatefulSet",
+                json!({"metadata": meta, "spec": {"serviceName": "web", "selector": {"matchLabels": {"app": "web"}}, "template": tmpl}}),
+            ),
+            (
+                "apps",
+                "DaemonSet",
+                json!({"metadata": meta, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": tmpl}}),
+            ),
+            (
+                "batch",
+                "Job",
+                json!({"metadata": meta, "spec": {"template": job_tmpl}}),
+            ),
+            (
+                "batch",
+                "CronJob",
+                json!({"metadata": meta, "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": job_tmpl}}}}),
+            ),
+        ];
+        for (group, kind, obj) in cases {
+            let mut o = obj.clone();
+            crate::defaults::apply_defaults(group, "v1", kind, &mut o);
+            crate::defaults::prepare_for_create(group, kind, &mut o);
+            let errs = validate(group, kind, &o, None);
+            assert!(
+                errs.is_empty(),
+                "{group}/{kind}: {}",
+                aggregate_message(&errs)
+            );
+            // An unchanged update is valid too.
+            let errs = validate(group, kind, &o, Some(&o));
+            assert!(
+                errs.is_empty(),
+                "{group}/{kind} update: {}",
+                aggregate_message(&errs)
+            );
+        }
+    }
+
+    #[test]
+    fn whole_object_messages() {
+        let svc = json!({"metadata": {"name": "1web", "namespace": "default"}, "spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}], "sessionAffinity": "None", "internalTrafficPolicy": "Cluster"}});
+        let errs = validate("", "Service", &svc, None);
+        assert_eq!(
+            invalid_message("Service", "1web", &errs),
+            "Service \"1web\" is invalid: metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+        );
+        let pod = json!({"metadata": {"name": "p"}, "spec": {}});
+        let msgs: Vec<String> = validate("", "Pod", &pod, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            msgs,
+            vec![
+                "metadata.namespace: Required value",
+                "spec.containers: Required value",
+                "spec.restartPolicy: Required value",
+                "spec.dnsPolicy: Required value",
+            ]
+        );
+        let node = json!({"metadata": {"name": "n1", "namespace": "x"}});
+        let msgs: Vec<String> = validate("", "Node", &node, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            msgs,
+            vec!["metadata.namespace: Forbidden: not allowed on this type"]
+        );
+        let widget = json!({"metadata": {"name": "w"}});
+        assert!(validate_scoped("example.com", "Widget", false, &widget, None).is_empty());
+        assert_eq!(validate("example.com", "Widget", &widget, None).len(), 1);
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl Rest {
 
     /// Defaulting then validation, as upstream runs them before storing.
     fn admit(&self, rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
-        //TMP berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
+        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
         let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
         if errs.is_empty() {
             return Ok(());

@@ -567,6 +567,17 @@ async fn live_watch_with_prev(s: StoreRef) {
     for want in &expected {
         assert_eq!(&next_event(&mut everything).await, want);
     }
+
+    // From a revision not reached yet: only what comes after it.
+    let now = rev(&s).await;
+    let mut future = s.watch("/lw/", now + 1).await.unwrap();
+    let f1 = s.create("/lw/f1", b("1")).await.unwrap();
+    assert_eq!(f1.mod_revision, now + 1);
+    let f2 = s.create("/lw/f2", b("2")).await.unwrap();
+    assert_eq!(
+        next_event(&mut future).await,
+        Event::Put { kv: f2, prev: None }
+    );
 }
 
 /// Watching from before the compacted revision fails with Compacted; from it, works.

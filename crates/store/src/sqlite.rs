@@ -527,7 +527,8 @@ fn history_page(
     if full {
         Ok((out, last, false))
     } else {
-        Ok((out, current, true))
+        // `seen` may be ahead of `current` (a watch from a future revision).
+        Ok((out, current.max(seen), true))
     }
 }
 

@@ -273,7 +273,6 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         ("hostname", is_dns1123_label),
         ("subdomain", is_dns1123_label),
         ("priorityClassName", is_dns1123_subdomain),
-        ("schedulerName", is_dns1123_subdomain),
     ] {
         let p = format!("{path}.{field}");
         if let Some(v) = opt_str(&mut errs, s.get(field), &p)
@@ -294,11 +293,7 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             inclusive_range_error(1, i32::MAX as i64),
         ));
     }
-    non_negative(
-        &mut errs,
-        s.get("terminationGracePeriodSeconds"),
-        &format!("{path}.terminationGracePeriodSeconds"),
-    );
+
     errs.extend(validate_tolerations(
         s.get("tolerations"),
         &format!("{path}.tolerations"),
