@@ -12,7 +12,10 @@ mod meta;
 mod pod;
 mod service;
 
-pub use meta::{validate_object_meta, validate_object_meta_update};
+pub use meta::{
+    validate_annotations, validate_finalizer_name, validate_label_selector, validate_labels,
+    validate_object_meta, validate_object_meta_update,
+};
 pub use pod::{validate_pod_spec, validate_pod_template_spec};
 
 /// Upstream's `field.ErrorType`.

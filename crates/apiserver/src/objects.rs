@@ -51,6 +51,66 @@ pub fn decode_at(bytes: &[u8], revision: i64) -> ApiResult<Value> {
     Ok(obj)
 }
 
+/// The stored bytes with `"resourceVersion"` inserted first in the top-level
+/// `metadata`, without decoding the object. `None` if the bytes are not an
+/// object with a `metadata` object (the caller then decodes).
+pub fn with_resource_version(bytes: &[u8], revision: i64) -> Option<Vec<u8>> {
+    let open = top_level_metadata_open(bytes)?;
+    let rv = format!("\"resourceVersion\":\"{revision}\"");
+    let empty = bytes[open + 1..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
+    let mut out = Vec::with_capacity(bytes.len() + rv.len() + 1);
+    out.extend_from_slice(&bytes[..=open]);
+    out.extend_from_slice(rv.as_bytes());
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(&bytes[open + 1..]);
+    Some(out)
+}
+
+/// Index of the `{` that opens the value of the top-level `"metadata"` key.
+fn top_level_metadata_open(bytes: &[u8]) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    let mut key_start = None;
+    let mut last_key: Option<(usize, usize)> = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => {
+                    in_str = false;
+                    if depth == 1 {
+                        last_key = key_start.map(|s| (s, i));
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_str = true;
+                key_start = Some(i + 1);
+            }
+            b'{' | b'[' => {
+                if depth == 1 && b == b'{' {
+                    if let Some((s, e)) = last_key {
+                        if &bytes[s..e] == b"metadata" {
+                            return Some(i);
+                        }
+                    }
+                }
+                depth += 1;
+            }
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b',' if depth == 1 => last_key = None,
+            _ => {}
+        }
+    }
+    None
+}
+
 pub fn set_resource_version(obj: &mut Value, revision: i64) {
     if let Some(meta) = meta_mut(obj) {
         meta.insert("resourceVersion".into(), json!(revision.to_string()));
@@ -143,6 +203,25 @@ mod tests {
         );
         assert_eq!(list_prefix(pods, Some("a")), "/registry/pods/a/");
         assert_eq!(list_prefix(pods, None), "/registry/pods/");
+    }
+
+    #[test]
+    fn resource_version_spliced_into_bytes() {
+        let cases = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"metadata": "{"}}),
+            json!({"data": {"metadata": {"trap": 1}}, "metadata": {}}),
+            json!({"kind": "A\"metadata\":{", "metadata": {"labels": {"a": "b"}}}),
+        ];
+        for obj in cases {
+            let bytes = encode(&obj).unwrap();
+            let spliced = with_resource_version(&bytes, 42).unwrap();
+            let back: Value = serde_json::from_slice(&spliced).unwrap();
+            let mut want = obj.clone();
+            set_resource_version(&mut want, 42);
+            assert_eq!(back, want);
+        }
+        assert!(with_resource_version(b"[1,2]", 1).is_none());
+        assert!(with_resource_version(br#"{"metadata": 5}"#, 1).is_none());
     }
 
     #[test]

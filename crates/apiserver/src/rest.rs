@@ -218,7 +218,8 @@ impl Rest {
         }
     }
 
-    pub async fn list(&self, rp: &ResourcePath, q: &Query) -> ApiResult<Value> {
+    /// The stored objects a list request selects, and the list's metadata.
+    async fn list_kvs(&self, rp: &ResourcePath, q: &Query) -> ApiResult<(Vec<KeyValue>, Value)> {
         let rt = rp.rt;
         let prefix = objects::list_prefix(rt, ns_of(rp));
         let sel = Selectors::from_query(rt, q)?;
@@ -267,12 +268,11 @@ impl Rest {
                     other => other.into(),
                 })?;
             read_rev = resp.revision;
-            for kv in &resp.kvs {
-                let obj = objects::decode(kv)?;
-                if sel.matches(&obj) {
-                    items.push(self.to_version(rt, obj));
-                }
+            for kv in resp.kvs.iter() {
                 last_key = Some(kv.key.clone());
+                if sel.is_empty() || sel.matches(&objects::decode(kv)?) {
+                    items.push(kv.clone());
+                }
                 if limit > 0 && items.len() >= limit {
                     break;
                 }
@@ -299,6 +299,16 @@ impl Rest {
                 meta["remainingItemCount"] = json!(r);
             }
         }
+        Ok((items, meta))
+    }
+
+    pub async fn list(&self, rp: &ResourcePath, q: &Query) -> ApiResult<Value> {
+        let rt = rp.rt;
+        let (kvs, meta) = self.list_kvs(rp, q).await?;
+        let items = kvs
+            .iter()
+            .map(|kv| objects::decode(kv).map(|o| self.to_version(rt, o)))
+            .collect::<ApiResult<Vec<_>>>()?;
         Ok(json!({
             "kind": rt.list_kind,
             "apiVersion": rt.api_version(),
@@ -307,25 +317,51 @@ impl Rest {
         }))
     }
 
-    /// Defaulting then validation, as upstream runs them before storing.
-    fn admit(&self, rt: &ResourceType, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
-        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj);
+    /// A plain JSON list assembled from the stored bytes without decoding them,
+    /// for the common `GET` of a list (`None` when a conversion is needed).
+    pub async fn list_bytes(&self, rp: &ResourcePath, q: &Query) -> ApiResult<Option<Vec<u8>>> {
+        let rt = rp.rt;
+        if !rt.is_storage_version() {
+            return Ok(None);
+        }
+        let (kvs, meta) = self.list_kvs(rp, q).await?;
+        let head = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
+            .to_string();
+        let mut out = Vec::with_capacity(
+            head.len() + kvs.iter().map(|kv| kv.value.len() + 32).sum::<usize>() + 16,
+        );
+        // `{...}` → `{..., "items":[a,b]}`
+        out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
+        out.extend_from_slice(b",\"items\":[");
+        for (i, kv) in kvs.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match objects::with_resource_version(&kv.value, kv.mod_revision) {
+                Some(bytes) => out.extend_from_slice(&bytes),
+                None => out.extend_from_slice(
+                    &serde_json::to_vec(&objects::decode(kv)?).unwrap_or_default(),
+                ),
+            }
+        }
+        out.extend_from_slice(b"]}");
+        Ok(Some(out))
+    }
+
+    /// Validation, after defaulting and the strategy's mutations; 422 with field causes.
+    fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
         let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
         if errs.is_empty() {
             return Ok(());
         }
         let name = objects::name(obj).unwrap_or("").to_string();
         let causes = errs.iter().map(|e| e.to_cause()).collect();
-        Err(ApiError::invalid(
-            rt,
+        let message = berth_api::validation::invalid_message(
+            &berth_api::validation::qualified_kind(rt.group, rt.kind),
             &name,
-            berth_api::validation::invalid_message(
-                &berth_api::validation::qualified_kind(rt.group, rt.kind),
-                &name,
-                &errs,
-            ),
-            causes,
-        ))
+            &errs,
+        );
+        Err(ApiError::invalid(rt, &name, message, causes))
     }
 
     pub async fn create(&self, rp: &ResourcePath, body: Value, q: &Query) -> ApiResult<Reply> {
@@ -387,8 +423,13 @@ impl Rest {
         }
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(objects::now_rfc3339()));
+        // Upstream's order: defaulting (decode), mutating admission, strategy, validation.
+        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
+        if rt.kind == "Pod" {
+            berth_api::defaults::admit_pod(&mut obj);
+        }
         strategy::prepare_for_create(rt, &mut obj);
-        self.admit(rt, &mut obj, None)?;
+        self.validate(rt, &obj, None)?;
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
@@ -586,6 +627,7 @@ impl Rest {
             None => UpdateScope::Main,
             Some("status") => UpdateScope::Status,
             Some("ephemeralcontainers") | Some("resize") => UpdateScope::Main,
+            Some("finalize") if rp.rt.kind == "Namespace" => UpdateScope::Finalize,
             Some(_) => return Err(ApiError::method_not_allowed()),
         };
         let rt = rp.rt;
@@ -607,16 +649,9 @@ impl Rest {
                     None => m.remove("namespace"),
                 };
             }
-            strategy::prepare_for_update(
-                rt,
-                match scope {
-                    UpdateScope::Main => UpdateScope::Main,
-                    UpdateScope::Status => UpdateScope::Status,
-                },
-                &mut new,
-                &cur,
-            );
-            self.admit(rt, &mut new, Some(&cur))?;
+            berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
+            strategy::prepare_for_update(rt, scope, &mut new, &cur);
+            self.validate(rt, &new, Some(&cur))?;
             let stored = self.to_storage(rt, new);
             if dry_run {
                 let mut v = stored;

@@ -314,6 +314,11 @@ async fn route(
             ))
         }
         Method::GET => {
+            if shape == Shape::Object {
+                if let Some(bytes) = state.rest.list_bytes(&rp, &q).await? {
+                    return Ok(full(StatusCode::OK, "application/json", bytes));
+                }
+            }
             let list = state.rest.list(&rp, &q).await?;
             let body = negotiate::shape_list(rp.rt, list, shape, include);
             let ct = match shape {

@@ -7,60 +7,25 @@ use serde_json::{Value, json};
 
 use crate::objects;
 
-/// Kinds whose `metadata.generation` tracks changes of the desired state.
-const GENERATION_KINDS: &[&str] = &[
-    "Deployment",
-    "ReplicaSet",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicationController",
-    "Job",
-    "CronJob",
-    "HorizontalPodAutoscaler",
-    "Ingress",
-    "IngressClass",
-    "NetworkPolicy",
-    "PodDisruptionBudget",
-];
-
-pub fn tracks_generation(rt: &ResourceType) -> bool {
-    GENERATION_KINDS.contains(&rt.kind)
-}
-
-/// Fields a create may not set: status is owned by controllers (through the status
-/// subresource) for kinds that have one.
+/// Create-time rules: upstream's strategy mutations (status reset, generation 1,
+/// namespace finalizer, job selector) from `berth_api::defaults`, then the
+/// server-owned namespace name label.
 pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
-    if tracks_generation(rt) {
-        if let Some(m) = objects::meta_mut(obj) {
-            m.insert("generation".into(), json!(1));
-        }
-    }
-    match rt.kind {
-        "Pod" => {
-            let qos = berth_api::qos::qos_class(obj);
-            obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
-        }
-        "Namespace" => {
-            obj["status"] = json!({ "phase": "Active" });
-            namespace_name_label(obj);
-        }
-        _ if rt.has_subresource("status") && rt.kind != "Node" => {
-            if let Some(o) = obj.as_object_mut() {
-                if o.contains_key("status") {
-                    o.insert("status".into(), json!({}));
-                }
-            }
-        }
-        _ => {}
+    berth_api::defaults::prepare_for_create(rt.group, rt.kind, obj);
+    if rt.kind == "Namespace" {
+        namespace_name_label(obj);
     }
 }
 
 /// Which part of the object an update through `subresource` may change.
+#[derive(Debug, Clone, Copy)]
 pub enum UpdateScope {
     /// The main resource: everything but status (for kinds with a status subresource).
     Main,
     /// `…/status`: only status (and, as upstream, labels/annotations are kept from old).
     Status,
+    /// `namespaces/<name>/finalize`: only `spec.finalizers`.
+    Finalize,
 }
 
 /// Carries over from `old` what the endpoint may not change, and fixes up
@@ -86,17 +51,8 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             }
         }
     }
-    let has_status = rt.has_subresource("status");
     match scope {
-        UpdateScope::Main if has_status => match old.get("status") {
-            Some(s) => new["status"] = s.clone(),
-            None => {
-                if let Some(o) = new.as_object_mut() {
-                    o.remove("status");
-                }
-            }
-        },
-        UpdateScope::Main => {}
+        UpdateScope::Main => berth_api::defaults::prepare_for_update(rt.group, rt.kind, new, old),
         UpdateScope::Status => {
             let status = new.get("status").cloned();
             let mut merged = old.clone();
@@ -116,15 +72,21 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             }
             *new = merged;
         }
-    }
-    if tracks_generation(rt) && objects::spec_part(new) != objects::spec_part(old) {
-        let g = old
-            .get("metadata")
-            .and_then(|m| m.get("generation"))
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if let Some(m) = objects::meta_mut(new) {
-            m.insert("generation".into(), json!(g + 1));
+        UpdateScope::Finalize => {
+            let finalizers = new
+                .pointer("/spec/finalizers")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            let rv = objects::resource_version(new).map(String::from);
+            let mut merged = old.clone();
+            if !merged["spec"].is_object() {
+                merged["spec"] = json!({});
+            }
+            merged["spec"]["finalizers"] = finalizers;
+            if let (Some(rv), Some(m)) = (rv, objects::meta_mut(&mut merged)) {
+                m.insert("resourceVersion".into(), json!(rv));
+            }
+            *new = merged;
         }
     }
     if rt.kind == "Namespace" {

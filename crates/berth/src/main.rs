@@ -103,13 +103,25 @@ async fn server(args: ServerArgs) -> Result<()> {
     if let Some(a) = api.insecure_addr {
         println!("Plain HTTP (trusted, loopback) at http://{a}");
     }
+    let kubeconfig = api.kubeconfig.clone();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(api.serve(rx));
+    // Components are API clients like any other, with the admin credentials.
+    let client = client_from(&kubeconfig).await?;
+    tokio::spawn(berth_controllers::run_all(client));
     shutdown_signal().await;
     info!("shutting down");
     let _ = tx.send(true);
     let _ = serving.await;
     Ok(())
+}
+
+async fn client_from(kubeconfig: &std::path::Path) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
+    Ok(kube::Client::try_from(config)?)
 }
 
 async fn shutdown_signal() {

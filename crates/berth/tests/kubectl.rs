@@ -425,3 +425,30 @@ fn bad_input_gets_clear_errors() {
     ]);
     assert_eq!(stdout(&ver), "200");
 }
+
+#[test]
+fn namespace_deletion_removes_its_content() {
+    let s = Server::start("nsdelete");
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: team\ndata:\n  a: b\n"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fin = s.k(&[
+        "get",
+        "ns",
+        "team",
+        "-o",
+        "jsonpath={.spec.finalizers} {.metadata.labels.kubernetes\\.io/metadata\\.name}",
+    ]);
+    assert_eq!(fin, r#"["kubernetes"] team"#);
+    // kubectl waits until the namespace is really gone.
+    let del = s.k(&["delete", "ns", "team", "--timeout=60s"]);
+    assert!(del.contains("namespace \"team\" deleted"), "{del}");
+    let gone = s.kubectl(&["get", "ns", "team"]);
+    assert!(
+        stderr(&gone).contains("namespaces \"team\" not found"),
+        "{}",
+        stderr(&gone)
+    );
+    let (code, list) = s.request("GET", "/api/v1/namespaces/team/configmaps", "", None);
+    assert_eq!(code, 200);
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(0), "{list}");
+}

@@ -571,6 +571,9 @@ async fn live_watch_with_prev(s: StoreRef) {
     // From a revision not reached yet: only what comes after it.
     let now = rev(&s).await;
     let mut future = s.watch("/lw/", now + 1).await.unwrap();
+    // Polled (so it is live) before the writes.
+    let early = tokio::time::timeout(Duration::from_millis(200), future.next()).await;
+    assert!(early.is_err(), "event before any write: {early:?}");
     let f1 = s.create("/lw/f1", b("1")).await.unwrap();
     assert_eq!(f1.mod_revision, now + 1);
     let f2 = s.create("/lw/f2", b("2")).await.unwrap();

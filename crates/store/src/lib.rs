@@ -24,6 +24,7 @@
 //!   `requested` is `after`);
 //! - `compact(r)` with `r` at or below the compacted revision is `Compacted`, above the
 //!   current revision `FutureRevision`;
+//! - `watch` from a revision not reached yet delivers only the events after it;
 //! - a write whose caller stops waiting (future dropped) may still be applied.
 
 use std::pin::Pin;

@@ -1,0 +1,18 @@
+//! Berth's controllers. Each is a client of the API server (kube-rs), never of
+//! the store: they watch objects and write through the API, as upstream's
+//! kube-controller-manager does.
+
+pub mod namespace;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("API request failed: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("discovery failed: {0}")]
+    Discovery(String),
+}
+
+/// Runs every controller until the process ends.
+pub async fn run_all(client: kube::Client) {
+    namespace::run(client).await;
+}

@@ -1,0 +1,15 @@
+//! Berth's component runtime: what every component (scheduler, controllers,
+//! node agent) uses to talk to the API server through kube-rs.
+//!
+//! - [`events`]: the core/v1 Event recorder with upstream's correlation
+//!   (repeat counting, aggregation, spam filter).
+//! - [`clock`]: time as a trait, real and fake.
+
+pub mod clock;
+pub mod error;
+pub mod events;
+mod lru;
+
+pub use clock::{Clock, FakeClock, RealClock};
+pub use error::Error;
+pub use events::{EventSource, EventType, Recorder, RecorderOptions};
