@@ -25,12 +25,9 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// The value for `key`, marking it most recently used.
@@ -49,10 +46,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         self.tick += 1;
         if let Some((_, used)) = self.entries.remove(&key) {
             self.order.remove(&used);
-        } else if self.entries.len() >= self.capacity {
-            if let Some((_, oldest)) = self.order.pop_first() {
-                self.entries.remove(&oldest);
-            }
+        } else if self.entries.len() >= self.capacity
+            && let Some((_, oldest)) = self.order.pop_first()
+        {
+            self.entries.remove(&oldest);
         }
         self.order.insert(self.tick, key.clone());
         self.entries.insert(key, (value, self.tick));
@@ -66,10 +63,10 @@ impl<K: Hash + Eq + Clone, V> Lru<K, V> {
         if let Some((_, used)) = self.entries.get_mut(key) {
             self.order.remove(used);
             *used = tick;
-        } else if self.entries.len() >= self.capacity {
-            if let Some((_, oldest)) = self.order.pop_first() {
-                self.entries.remove(&oldest);
-            }
+        } else if self.entries.len() >= self.capacity
+            && let Some((_, oldest)) = self.order.pop_first()
+        {
+            self.entries.remove(&oldest);
         }
         self.order.insert(tick, key.clone());
         let entry = self

@@ -77,6 +77,34 @@ impl EtcdProcess {
         let _ = std::fs::remove_dir_all(&data_dir);
         std::fs::create_dir_all(&data_dir)
             .map_err(|e| err(format!("create {}: {e}", data_dir.display())))?;
+        let spawned = Self::spawn(bin, &data_dir);
+        if spawned.is_err() {
+            // Once spawned, the EtcdProcess's drop cleans up; before that, do it here.
+            let _ = std::fs::remove_dir_all(&data_dir);
+        }
+        let (mut proc, log_path) = spawned?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = proc.child.try_wait() {
+                return Err(err(format!(
+                    "etcd exited ({status}):\n{}",
+                    log_tail(&log_path)
+                )));
+            }
+            if proc.healthy().await {
+                return Ok(proc);
+            }
+            if Instant::now() > deadline {
+                return Err(err(format!(
+                    "etcd not healthy after 30 s:\n{}",
+                    log_tail(&log_path)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn spawn(bin: &Path, data_dir: &Path) -> Result<(Self, PathBuf)> {
         let (client_port, peer_port) = (free_port()?, free_port()?);
         let client = format!("http://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");
@@ -98,30 +126,12 @@ impl EtcdProcess {
             .stderr(log2)
             .spawn()
             .map_err(|e| err(format!("spawn {}: {e}", bin.display())))?;
-        let mut proc = EtcdProcess {
+        let proc = EtcdProcess {
             child,
             endpoint: client,
-            data_dir,
+            data_dir: data_dir.to_path_buf(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(status)) = proc.child.try_wait() {
-                return Err(err(format!(
-                    "etcd exited ({status}):\n{}",
-                    log_tail(&log_path)
-                )));
-            }
-            if proc.healthy().await {
-                return Ok(proc);
-            }
-            if Instant::now() > deadline {
-                return Err(err(format!(
-                    "etcd not healthy after 30 s:\n{}",
-                    log_tail(&log_path)
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        Ok((proc, log_path))
     }
 
     async fn healthy(&self) -> bool {

@@ -741,17 +741,19 @@ mod tests {
 
     #[test]
     fn correlator_scenarios() {
-        let o = CorrelatorOptions::default;
-        // Upstream's TestEventCorrelator scenarios, as (name, steps, expected last outcome).
-        let same = |n: usize, every: u64| -> Vec<(u64, &str, &str)> {
-            (0..n as u64).map(|i| (i * every, "R", "same")).collect()
+        // Upstream's TestEventCorrelator scenarios: (name, steps, expected
+        // outcome of the last event: skipped, or (count, aggregated?)).
+        type Steps = Vec<(u64, &'static str, String)>;
+        let same = |n: u64, every: u64| -> Steps {
+            (0..n).map(|i| (i * every, "R", "same".into())).collect()
         };
-        let similar = |n: usize, every: u64| -> Vec<(u64, &'static str, String)> {
-            (0..n as u64)
+        let similar = |n: u64, every: u64| -> Steps {
+            (0..n)
                 .map(|i| (i * every, "R", format!("msg {i}")))
                 .collect()
         };
-        let cases: Vec<(&str, Vec<(u64, &str, String)>, Option<(i32, bool)>)> = vec![
+        type Case = (&'static str, Steps, Option<(i32, bool)>);
+        let cases: Vec<Case> = vec![
             (
                 "single event",
                 vec![(0, "R", "one".into())],
@@ -759,20 +761,10 @@ mod tests {
             ),
             (
                 "the same event just counts, even past the aggregate threshold",
-                same(11, 30)
-                    .into_iter()
-                    .map(|(a, b, c)| (a, b, c.to_string()))
-                    .collect(),
+                same(11, 30),
                 Some((11, false)),
             ),
-            (
-                "the same event too often is spam",
-                same(27, 1)
-                    .into_iter()
-                    .map(|(a, b, c)| (a, b, c.to_string()))
-                    .collect(),
-                None,
-            ),
+            ("the same event too often is spam", same(27, 1), None),
             (
                 "ten similar events aggregate",
                 similar(10, 5),
@@ -799,7 +791,7 @@ mod tests {
         for (name, steps, want) in cases {
             let steps: Vec<(u64, &str, &str)> =
                 steps.iter().map(|(a, r, m)| (*a, *r, m.as_str())).collect();
-            let got = replay(&steps, o());
+            let got = replay(&steps, CorrelatorOptions::default());
             let last = got.last().cloned().flatten();
             match want {
                 None => assert!(last.is_none(), "{name}: expected skip, got {last:?}"),

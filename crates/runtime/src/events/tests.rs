@@ -151,6 +151,8 @@ fn make_event_sets_what_kubectl_shows() {
     assert_eq!(
         v,
         json!({
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": "web.18867251edfa0000", "namespace": "ns1"},
             "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "web", "namespace": "ns1",
                                "uid": "uid-web", "resourceVersion": "42"},
@@ -308,6 +310,8 @@ async fn full_queue_drops_and_counts() {
     // await), so exactly two fit.
     for i in 0..5 {
         r.event(&pod("web"), EventType::Normal, "R", format!("m{i}"));
+        // Distinct names: events named in the same nanosecond would collide.
+        clock.step(Duration::from_millis(1));
     }
     assert_eq!(r.dropped_events(), 3);
     r.flush().await;
