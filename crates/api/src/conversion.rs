@@ -189,10 +189,9 @@ fn hpa_v1_to_v2(mut obj: Value) -> Value {
     if obj["metadata"]["annotations"]
         .as_object()
         .is_some_and(Map::is_empty)
+        && let Some(m) = obj["metadata"].as_object_mut()
     {
-        if let Some(m) = obj["metadata"].as_object_mut() {
-            m.remove("annotations");
-        }
+        m.remove("annotations");
     }
     obj
 }

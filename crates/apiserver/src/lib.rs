@@ -168,10 +168,10 @@ pub async fn compactor(store: Arc<dyn Store>, interval: std::time::Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        if let Some(rev) = previous {
-            if let Err(e) = store.compact(rev).await {
-                tracing::warn!(error = %e, revision = rev, "compaction failed");
-            }
+        if let Some(rev) = previous
+            && let Err(e) = store.compact(rev).await
+        {
+            tracing::warn!(error = %e, revision = rev, "compaction failed");
         }
         previous = store.current_revision().await.ok();
     }

@@ -94,12 +94,12 @@ fn top_level_metadata_open(bytes: &[u8]) -> Option<usize> {
                 key_start = Some(i + 1);
             }
             b'{' | b'[' => {
-                if depth == 1 && b == b'{' {
-                    if let Some((s, e)) = last_key {
-                        if &bytes[s..e] == b"metadata" {
-                            return Some(i);
-                        }
-                    }
+                if depth == 1
+                    && b == b'{'
+                    && let Some((s, e)) = last_key
+                    && &bytes[s..e] == b"metadata"
+                {
+                    return Some(i);
                 }
                 depth += 1;
             }

@@ -133,10 +133,10 @@ pub fn parse_path(path: &str) -> ApiResult<Target> {
         }
         _ => return Err(ApiError::path_not_found()),
     };
-    if let Some(sub) = &rp.subresource {
-        if !rp.rt.has_subresource(sub) {
-            return Err(ApiError::path_not_found());
-        }
+    if let Some(sub) = &rp.subresource
+        && !rp.rt.has_subresource(sub)
+    {
+        return Err(ApiError::path_not_found());
     }
     Ok(Target::Resource(rp))
 }

@@ -91,10 +91,10 @@ impl Selectors {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        if let Some(l) = &self.labels {
-            if !l.matches(&objects::labels(obj)) {
-                return false;
-            }
+        if let Some(l) = &self.labels
+            && !l.matches(&objects::labels(obj))
+        {
+            return false;
         }
         if let Some(f) = &self.fields {
             let key = (self.rt.kind, self.rt.group);
@@ -481,12 +481,13 @@ impl Rest {
             }
             _ => {}
         }
-        if let (Some(url_ns), Some(body_ns)) = (ns_of(rp), objects::namespace(&obj)) {
-            if !body_ns.is_empty() && body_ns != url_ns {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
+        if let (Some(url_ns), Some(body_ns)) = (ns_of(rp), objects::namespace(&obj))
+            && !body_ns.is_empty()
+            && body_ns != url_ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         let precondition = objects::resource_version(&obj).map(String::from);
         let out = self
@@ -636,10 +637,10 @@ impl Rest {
         for _ in 0..PATCH_RETRIES {
             let (cur_stored, kv) = self.current(srt, ns, name).await?;
             let cur = self.to_version(rt, cur_stored);
-            if let Some(rv) = &precondition {
-                if rv != &kv.mod_revision.to_string() {
-                    return Err(ApiError::conflict(rt, name));
-                }
+            if let Some(rv) = &precondition
+                && rv != &kv.mod_revision.to_string()
+            {
+                return Err(ApiError::conflict(rt, name));
             }
             let mut new = mutate(cur.clone())?;
             if let Some(m) = objects::meta_mut(&mut new) {
@@ -729,29 +730,29 @@ impl Rest {
         let key = objects::key(srt, ns, &name);
         for _ in 0..PATCH_RETRIES {
             let (cur, kv) = self.current(srt, ns, &name).await?;
-            if let Some(uid) = &opts.precondition_uid {
-                if objects::meta_str(&cur, "uid") != Some(uid.as_str()) {
-                    return Err(ApiError::conflict_msg(
-                        rt,
-                        &name,
-                        &format!(
-                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            objects::meta_str(&cur, "uid").unwrap_or("")
-                        ),
-                    ));
-                }
+            if let Some(uid) = &opts.precondition_uid
+                && objects::meta_str(&cur, "uid") != Some(uid.as_str())
+            {
+                return Err(ApiError::conflict_msg(
+                    rt,
+                    &name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        objects::meta_str(&cur, "uid").unwrap_or("")
+                    ),
+                ));
             }
-            if let Some(rv) = &opts.precondition_rv {
-                if rv != &kv.mod_revision.to_string() {
-                    return Err(ApiError::conflict_msg(
-                        rt,
-                        &name,
-                        &format!(
-                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                            kv.mod_revision
-                        ),
-                    ));
-                }
+            if let Some(rv) = &opts.precondition_rv
+                && rv != &kv.mod_revision.to_string()
+            {
+                return Err(ApiError::conflict_msg(
+                    rt,
+                    &name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        kv.mod_revision
+                    ),
+                ));
             }
             let mut pending = cur.clone();
             let mut finalizers = objects::finalizers(&cur);
@@ -1108,16 +1109,16 @@ impl DeleteOptions {
                     }
                 })
             });
-        if let Some(p) = &propagation {
-            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-                return Err(ApiError::new(
-                    422,
-                    "Invalid",
-                    format!(
-                        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-                    ),
-                ));
-            }
+        if let Some(p) = &propagation
+            && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
+        {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!(
+                    "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+            ));
         }
         let dry_run = match b.get("dryRun").and_then(Value::as_array) {
             Some(a) => a.iter().any(|v| v == "All"),

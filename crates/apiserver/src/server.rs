@@ -85,16 +85,15 @@ fn authenticate(state: &State, auth: &ConnAuth, req: &Request<Incoming>) -> Opti
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
+        && let Some(token) = h.strip_prefix("Bearer ")
     {
-        if let Some(token) = h.strip_prefix("Bearer ") {
-            if constant_time_eq(token.trim().as_bytes(), state.admin_token.as_bytes()) {
-                return Some(User {
-                    name: "system:admin".into(),
-                    groups: vec!["system:masters".into()],
-                });
-            }
-            return None;
+        if constant_time_eq(token.trim().as_bytes(), state.admin_token.as_bytes()) {
+            return Some(User {
+                name: "system:admin".into(),
+                groups: vec!["system:masters".into()],
+            });
         }
+        return None;
     }
     match auth {
         ConnAuth::Trusted => Some(User {
@@ -314,10 +313,10 @@ async fn route(
             ))
         }
         Method::GET => {
-            if shape == Shape::Object {
-                if let Some(bytes) = state.rest.list_bytes(&rp, &q).await? {
-                    return Ok(full(StatusCode::OK, "application/json", bytes));
-                }
+            if shape == Shape::Object
+                && let Some(bytes) = state.rest.list_bytes(&rp, &q).await?
+            {
+                return Ok(full(StatusCode::OK, "application/json", bytes));
             }
             let list = state.rest.list(&rp, &q).await?;
             let body = negotiate::shape_list(rp.rt, list, shape, include);

@@ -65,10 +65,10 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
                 }
             }
             // Only status changes; resourceVersion comes from the request for the precondition.
-            if let Some(rv) = objects::resource_version(new).map(String::from) {
-                if let Some(m) = objects::meta_mut(&mut merged) {
-                    m.insert("resourceVersion".into(), json!(rv));
-                }
+            if let Some(rv) = objects::resource_version(new).map(String::from)
+                && let Some(m) = objects::meta_mut(&mut merged)
+            {
+                m.insert("resourceVersion".into(), json!(rv));
             }
             *new = merged;
         }
@@ -94,10 +94,10 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
     }
     if rt.kind == "Pod" {
         // qosClass is computed once, at creation; resources of a running pod are immutable.
-        if let Some(q) = old.get("status").and_then(|s| s.get("qosClass")).cloned() {
-            if new.get("status").is_some_and(Value::is_object) {
-                new["status"]["qosClass"] = q;
-            }
+        if let Some(q) = old.get("status").and_then(|s| s.get("qosClass")).cloned()
+            && new.get("status").is_some_and(Value::is_object)
+        {
+            new["status"]["qosClass"] = q;
         }
     }
 }

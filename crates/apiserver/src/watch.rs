@@ -94,10 +94,10 @@ pub async fn start(
         sent_columns: false,
     };
     let matches = move |obj: &Value| -> bool {
-        if let Some(n) = &name_filter {
-            if objects::name(obj) != Some(n.as_str()) {
-                return false;
-            }
+        if let Some(n) = &name_filter
+            && objects::name(obj) != Some(n.as_str())
+        {
+            return false;
         }
         sel.matches(obj)
     };
@@ -150,10 +150,11 @@ pub async fn start(
                     };
                     at = resp.revision;
                     for kv in &resp.kvs {
-                        if let Ok(obj) = objects::decode(kv) {
-                            if matches(&obj) && !em.send("ADDED", to_version(obj)).await {
-                                return;
-                            }
+                        if let Ok(obj) = objects::decode(kv)
+                            && matches(&obj)
+                            && !em.send("ADDED", to_version(obj)).await
+                        {
+                            return;
                         }
                     }
                     start_after = resp.kvs.last().map(|kv| kv.key.clone());
@@ -215,9 +216,8 @@ pub async fn start(
                             }
                         }
                     };
-                    if let Some((kind, obj)) = out {
-                        if !em.send(kind, to_version(obj)).await { return; }
-                    }
+                    if let Some((kind, obj)) = out
+                        && !em.send(kind, to_version(obj)).await { return; }
                 }
             }
         }

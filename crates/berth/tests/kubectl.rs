@@ -266,6 +266,7 @@ fn get_watch_streams_changes() {
         }
     }
     let _ = watch.kill();
+    let _ = watch.wait();
     assert!(
         seen.iter().any(|l| l.starts_with("c2 ")),
         "watch did not stream the new configmap: {seen:?}"
@@ -456,15 +457,23 @@ fn namespace_deletion_removes_its_content() {
 #[test]
 fn etcd_backend_serves_kubectl() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let etcd = rt.block_on(berth_store::etcd_process::EtcdProcess::start()).expect("start a real etcd (Debian's etcd-server)");
-    let s = Server::start_with(common::temp_dir("etcd"), &["--datastore-endpoint", etcd.endpoint()]);
+    let etcd = rt
+        .block_on(berth_store::etcd_process::EtcdProcess::start())
+        .expect("start a real etcd (Debian's etcd-server)");
+    let s = Server::start_with(
+        common::temp_dir("etcd"),
+        &["--datastore-endpoint", etcd.endpoint()],
+    );
     let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(DEPLOY_AND_SVC));
     assert!(out.status.success(), "{}", stderr(&out));
     s.k(&["scale", "deploy", "web", "--replicas=4"]);
     let r = s.k(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(r, "4");
     // State lives in etcd: a new server process on a fresh data dir sees it.
-    let s2 = Server::start_with(common::temp_dir("etcd2"), &["--datastore-endpoint", etcd.endpoint()]);
+    let s2 = Server::start_with(
+        common::temp_dir("etcd2"),
+        &["--datastore-endpoint", etcd.endpoint()],
+    );
     let r = s2.k(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]);
     assert_eq!(r, "4");
     drop(s2);

@@ -106,10 +106,10 @@ async fn delete_content(client: &kube::Client, ns: &str) -> Result<Vec<String>, 
 async fn finalize(client: &kube::Client, ns: &Namespace) -> Result<(), Error> {
     let name = ns.metadata.name.clone().unwrap_or_default();
     let mut updated = ns.clone();
-    if let Some(spec) = updated.spec.as_mut() {
-        if let Some(f) = spec.finalizers.as_mut() {
-            f.retain(|x| x != FINALIZER);
-        }
+    if let Some(spec) = updated.spec.as_mut()
+        && let Some(f) = spec.finalizers.as_mut()
+    {
+        f.retain(|x| x != FINALIZER);
     }
     let api: Api<Namespace> = Api::all(client.clone());
     match api
