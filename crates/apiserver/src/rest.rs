@@ -1027,7 +1027,8 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
         _ => obj
             .get("spec")
             .and_then(|s| s.get("selector"))
-            .map(meta_selector_string)
+            .and_then(|sel| berth_api::selector::LabelSelector::from_meta(sel).ok())
+            .map(|sel| sel.to_string())
             .unwrap_or_default(),
     };
     json!({
@@ -1040,40 +1041,6 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
             "selector": selector,
         },
     })
-}
-
-/// A metav1.LabelSelector in the string syntax (`app=x,tier in (a,b)`), as Scale's status.selector.
-fn meta_selector_string(sel: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in m {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
-        }
-    }
-    for e in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let mut values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort_unstable();
-        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" => parts.push(format!("{key} in ({})", values.join(","))),
-            "NotIn" => parts.push(format!("{key} notin ({})", values.join(","))),
-            "Exists" => parts.push(key.to_string()),
-            "DoesNotExist" => parts.push(format!("!{key}")),
-            _ => {}
-        }
-    }
-    parts.join(",")
 }
 
 struct DeleteOptions {
