@@ -17,6 +17,7 @@ pub mod smp;
 pub mod status;
 pub mod strategy;
 pub mod watch;
+pub mod watchcache;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -32,6 +33,9 @@ use tracing::info;
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// Recent events the watch cache keeps for watchers resuming from a resourceVersion.
+pub const WATCH_CACHE_EVENTS: usize = 10_000;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
@@ -44,6 +48,8 @@ pub struct Config {
     pub tls_sans: Vec<String>,
     /// Where the admin kubeconfig is written (default `<data-dir>/kubeconfig.yaml`).
     pub kubeconfig: Option<PathBuf>,
+    /// Recent events kept for watches resuming from a resourceVersion.
+    pub watch_cache_events: usize,
 }
 
 /// A bound, not yet serving, API server.
@@ -119,6 +125,8 @@ impl ApiServer {
         let state = Arc::new(server::State {
             rest: rest::Rest {
                 store: store.clone(),
+                cache: watchcache::WatchCache::start(store.clone(), config.watch_cache_events)
+                    .await?,
             },
             metrics: metrics::Metrics::default(),
             admin_token: pki.admin_token.clone(),

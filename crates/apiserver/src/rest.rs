@@ -38,6 +38,7 @@ const PATCH_RETRIES: usize = 16;
 
 pub struct Rest {
     pub store: Arc<dyn Store>,
+    pub cache: Arc<crate::watchcache::WatchCache>,
 }
 
 fn name_of(rp: &ResourcePath) -> ApiResult<&str> {
@@ -248,6 +249,36 @@ impl Rest {
                         "invalid resourceVersionMatch: {other}"
                     )));
                 }
+            }
+        }
+        // A whole list (no paging, no exact revision) comes from the watch cache
+        // once it has caught up with the store, as upstream's consistent reads do.
+        if limit == 0 && revision == 0 && q.get("continue").is_none() {
+            let target = match q.get("resourceVersion") {
+                Some("0") => None,
+                Some(rv) => rv.parse::<i64>().ok(),
+                None => Some(self.store.current_revision().await?),
+            };
+            let ready = match target {
+                Some(t) => self.cache.wait_for(t).await.is_ok(),
+                None => true,
+            };
+            if ready {
+                let (objs, rev) = self.cache.snapshot(&prefix);
+                let mut items = Vec::with_capacity(objs.len());
+                for (key, stored) in objs {
+                    let kv = KeyValue {
+                        key,
+                        value: stored.bytes.clone(),
+                        create_revision: 0,
+                        mod_revision: stored.mod_revision,
+                        version: 0,
+                    };
+                    if sel.is_empty() || sel.matches(&objects::decode(&kv)?) {
+                        items.push(kv);
+                    }
+                }
+                return Ok((items, json!({ "resourceVersion": rev.to_string() })));
             }
         }
         let mut items = Vec::new();

@@ -5,12 +5,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::watchcache::{CacheError, CachedEvent, Stored};
 use berth_api::registry::ResourceType;
-use berth_store::{Event, RangeRequest, StoreError};
 
 use crate::negotiate::{self, Include, Shape};
 use crate::objects;
@@ -84,7 +83,16 @@ pub async fn start(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
         ),
     };
-    let store = rest.store.clone();
+    // Every version of a resource shares one storage prefix (group/plural).
+    let storage_prefix = prefix;
+    let sub = match rest
+        .cache
+        .subscribe(&storage_prefix, if send_initial { None } else { from })
+        .await
+    {
+        Ok(sub) => sub,
+        Err(e) => return watch_error_stream(params, rt, cache_error(e)),
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     let mut em = Emitter {
         rt,
@@ -94,10 +102,10 @@ pub async fn start(
         sent_columns: false,
     };
     let matches = move |obj: &Value| -> bool {
-        if let Some(n) = &name_filter
-            && objects::name(obj) != Some(n.as_str())
-        {
-            return false;
+        if let Some(n) = &name_filter {
+            if objects::name(obj) != Some(n.as_str()) {
+                return false;
+            }
         }
         sel.matches(obj)
     };
@@ -108,78 +116,25 @@ pub async fn start(
             berth_api::conversion::convert(obj, rt.group, rt.version)
         }
     };
-    let storage_prefix = if rt.is_storage_version() {
-        prefix
-    } else {
-        berth_api::registry::lookup(rt.group, rt.storage_version, rt.plural)
-            .map(|s| {
-                objects::list_prefix(
-                    s,
-                    if rt.namespaced {
-                        rp.namespace.as_deref()
-                    } else {
-                        None
-                    },
-                )
-            })
-            .unwrap_or(prefix)
-    };
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
-        // Initial state: unset or "0" means "start with what exists now".
-        let start_rev = match from {
-            Some(r) if !send_initial => r,
-            _ => {
-                let mut start_after = None;
-                let mut at = 0;
-                loop {
-                    let resp = match store
-                        .range(RangeRequest {
-                            prefix: storage_prefix.clone(),
-                            start_after: start_after.clone(),
-                            limit: 500,
-                            revision: at,
-                        })
-                        .await
-                    {
-                        Ok(r) => r,
-                        Err(e) => {
-                            let _ = em.send("ERROR", ApiError::from(e).to_status()).await;
-                            return;
-                        }
-                    };
-                    at = resp.revision;
-                    for kv in &resp.kvs {
-                        if let Ok(obj) = objects::decode(kv)
-                            && matches(&obj)
-                            && !em.send("ADDED", to_version(obj)).await
-                        {
-                            return;
-                        }
-                    }
-                    start_after = resp.kvs.last().map(|kv| kv.key.clone());
-                    if !resp.more {
-                        break;
-                    }
+        let mut last_rev = sub.revision;
+        let initial = from.is_none() || send_initial;
+        let mut live = sub.live;
+        for ev in sub.replay {
+            if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches) {
+                if !em.send(kind, to_version(obj)).await {
+                    return;
                 }
-                if send_initial && bookmarks {
-                    let bm = json!({"kind": rt.kind, "apiVersion": rt.api_version(),
-                        "metadata": {"resourceVersion": at.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}});
-                    if !em.send("BOOKMARK", bm).await {
-                        return;
-                    }
-                }
-                at
             }
-        };
-        let mut stream = match store.watch(&storage_prefix, start_rev).await {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = em.send("ERROR", watch_error(e)).await;
+        }
+        if initial && send_initial && bookmarks {
+            let bm = json!({"kind": rt.kind, "apiVersion": rt.api_version(),
+                "metadata": {"resourceVersion": last_rev.to_string(), "annotations": {"k8s.io/initial-events-end": "true"}}});
+            if !em.send("BOOKMARK", bm).await {
                 return;
             }
-        };
-        let mut last_rev = start_rev;
+        }
         let mut bookmark =
             tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         loop {
@@ -190,34 +145,21 @@ pub async fn start(
                     let bm = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": last_rev.to_string()}});
                     if !em.send("BOOKMARK", bm).await { return; }
                 }
-                ev = stream.next() => {
+                ev = live.recv() => {
                     let ev = match ev {
-                        None => return,
-                        Some(Err(e)) => { let _ = em.send("ERROR", watch_error(e)).await; return; }
-                        Some(Ok(ev)) => ev,
+                        Ok(ev) => ev,
+                        // Too slow to keep up, or the cache reset: end the watch; the
+                        // client resumes from its last resourceVersion (upstream closes
+                        // slow watchers the same way).
+                        Err(_) => return,
                     };
-                    last_rev = ev.revision();
-                    let out = match ev {
-                        Event::Put { kv, prev } => {
-                            let Ok(new) = objects::decode(&kv) else { continue };
-                            let old_match = prev.as_ref().and_then(|p| objects::decode(p).ok()).is_some_and(|o| matches(&o));
-                            let new_match = matches(&new);
-                            match (old_match, new_match) {
-                                (false, true) => Some(("ADDED", new)),
-                                (true, true) => Some(("MODIFIED", new)),
-                                (true, false) => Some(("DELETED", new)),
-                                (false, false) => None,
-                            }
-                        }
-                        Event::Delete { prev, revision } => {
-                            match objects::decode_at(&prev.value, revision) {
-                                Ok(old) if matches(&old) => Some(("DELETED", old)),
-                                _ => None,
-                            }
-                        }
-                    };
-                    if let Some((kind, obj)) = out
-                        && !em.send(kind, to_version(obj)).await { return; }
+                    if ev.revision <= last_rev {
+                        continue;
+                    }
+                    last_rev = ev.revision;
+                    if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches) {
+                        if !em.send(kind, to_version(obj)).await { return; }
+                    }
                 }
             }
         }
@@ -225,15 +167,69 @@ pub async fn start(
     Ok(rx)
 }
 
-fn watch_error(e: StoreError) -> Value {
+/// A cached event as this watcher sees it: selector transitions turn updates
+/// into ADDED or DELETED, as upstream's watch filtering does.
+fn translate(
+    ev: &CachedEvent,
+    prefix: &str,
+    matches: &impl Fn(&Value) -> bool,
+) -> Option<(&'static str, Value)> {
+    if !ev.key.starts_with(prefix) {
+        return None;
+    }
+    let decode = |s: &Stored| objects::decode_at(&s.bytes, s.mod_revision).ok();
+    match &ev.object {
+        Some(new) => {
+            let new = decode(new)?;
+            let old_match = ev
+                .prev
+                .as_deref()
+                .and_then(decode)
+                .is_some_and(|o| matches(&o));
+            match (old_match, matches(&new)) {
+                (false, true) => Some(("ADDED", new)),
+                (true, true) => Some(("MODIFIED", new)),
+                (true, false) => Some(("DELETED", new)),
+                (false, false) => None,
+            }
+        }
+        None => {
+            let prev = ev.prev.as_deref()?;
+            let old = objects::decode_at(&prev.bytes, ev.revision).ok()?;
+            matches(&old).then_some(("DELETED", old))
+        }
+    }
+}
+
+/// A watch that answers with one ERROR event (upstream's way to report a
+/// too-old resourceVersion on a watch).
+fn watch_error_stream(
+    params: WatchParams,
+    rt: &'static ResourceType,
+    status: Value,
+) -> ApiResult<mpsc::Receiver<Bytes>> {
+    let (tx, rx) = mpsc::channel::<Bytes>(1);
+    let mut em = Emitter {
+        rt,
+        shape: params.shape,
+        include: params.include,
+        tx,
+        sent_columns: false,
+    };
+    tokio::spawn(async move {
+        let _ = em.send("ERROR", status).await;
+    });
+    Ok(rx)
+}
+
+fn cache_error(e: CacheError) -> Value {
     match e {
-        StoreError::Compacted {
-            requested,
-            compacted,
-        } => ApiError::gone(format!(
-            "too old resource version: {requested} ({compacted})"
-        ))
-        .to_status(),
-        other => ApiError::from(other).to_status(),
+        CacheError::TooOld { requested, oldest } => {
+            ApiError::gone(format!("too old resource version: {requested} ({oldest})")).to_status()
+        }
+        CacheError::NotReady(rv) => {
+            ApiError::timeout(format!("Too large resource version: {rv}")).to_status()
+        }
+        CacheError::Store(e) => ApiError::from(e).to_status(),
     }
 }

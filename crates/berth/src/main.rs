@@ -53,6 +53,10 @@ struct ServerArgs {
     /// Where to write the admin kubeconfig (default: <data-dir>/kubeconfig.yaml).
     #[arg(long)]
     write_kubeconfig: Option<PathBuf>,
+    /// Recent events the API server's watch cache keeps for watches that resume
+    /// from a resourceVersion; older ones get 410 Gone and relist.
+    #[arg(long, default_value_t = berth_apiserver::WATCH_CACHE_EVENTS)]
+    watch_cache_events: usize,
     /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
     #[arg(long, default_value_t = 300)]
     etcd_compaction_interval: u64,
@@ -95,6 +99,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         insecure_port: args.insecure_port,
         tls_sans: args.tls_san,
         kubeconfig: args.write_kubeconfig,
+        watch_cache_events: args.watch_cache_events,
     };
     let api = berth_apiserver::ApiServer::bind(config, store).await?;
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");

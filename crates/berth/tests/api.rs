@@ -245,3 +245,62 @@ fn finalizers_and_pod_defaults() {
         "100m"
     );
 }
+
+#[test]
+fn watch_from_a_revision_older_than_the_cache_window_is_gone() {
+    let s = Server::start_with(common::temp_dir("gone"), &["--watch-cache-events", "5"]);
+    let base = "/api/v1/namespaces/default/configmaps";
+    let (_, first) = s.request("POST", base, "application/json", Some(&cm("g0")));
+    let old_rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for i in 1..20 {
+        assert_eq!(
+            s.request(
+                "POST",
+                base,
+                "application/json",
+                Some(&cm(&format!("g{i}")))
+            )
+            .0,
+            201
+        );
+    }
+    let out = s.curl(&[
+        "-s",
+        "--max-time",
+        "5",
+        &format!("{}{base}?watch=true&resourceVersion={old_rv}", s.http),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ev: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or(Value::Null);
+    assert_eq!(ev["type"], "ERROR", "{text}");
+    assert_eq!(ev["object"]["code"], 410, "{text}");
+    assert_eq!(ev["object"]["reason"], "Expired", "{text}");
+    assert!(
+        ev["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version"),
+        "{text}"
+    );
+    // A list then a watch from its resourceVersion works (what clients do after a 410).
+    let (_, list) = s.request("GET", base, "", None);
+    assert_eq!(list["items"].as_array().unwrap().len(), 20);
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap();
+    let out = s.curl(&[
+        "-s",
+        "--max-time",
+        "3",
+        &format!(
+            "{}{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1",
+            s.http
+        ),
+    ]);
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -37,6 +37,7 @@ async fn start_server() -> Result<Server> {
             insecure_port: Some(0),
             tls_sans: vec![],
             kubeconfig: None,
+            watch_cache_events: berth_apiserver::WATCH_CACHE_EVENTS,
         },
         store,
     )
