@@ -102,10 +102,10 @@ pub async fn start(
         sent_columns: false,
     };
     let matches = move |obj: &Value| -> bool {
-        if let Some(n) = &name_filter {
-            if objects::name(obj) != Some(n.as_str()) {
-                return false;
-            }
+        if let Some(n) = &name_filter
+            && objects::name(obj) != Some(n.as_str())
+        {
+            return false;
         }
         sel.matches(obj)
     };
@@ -122,10 +122,10 @@ pub async fn start(
         let initial = from.is_none() || send_initial;
         let mut live = sub.live;
         for ev in sub.replay {
-            if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches) {
-                if !em.send(kind, to_version(obj)).await {
-                    return;
-                }
+            if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
+                && !em.send(kind, to_version(obj)).await
+            {
+                return;
             }
         }
         if initial && send_initial && bookmarks {
@@ -157,9 +157,8 @@ pub async fn start(
                         continue;
                     }
                     last_rev = ev.revision;
-                    if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches) {
-                        if !em.send(kind, to_version(obj)).await { return; }
-                    }
+                    if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
+                        && !em.send(kind, to_version(obj)).await { return; }
                 }
             }
         }
