@@ -1,7 +1,8 @@
 //! Conversion between versions of a resource that share storage.
-//! Today: autoscaling/v1 ↔ autoscaling/v2 HorizontalPodAutoscaler, as upstream's
-//! `pkg/apis/autoscaling/v1/conversion.go` maps them (CPU utilisation target ↔
-//! a Resource metric; other v2 metrics ride along in annotations).
+//! - autoscaling/v1 ↔ autoscaling/v2 HorizontalPodAutoscaler, as upstream's
+//!   `pkg/apis/autoscaling/v1/conversion.go` maps them (CPU utilisation target ↔
+//!   a Resource metric; other v2 metrics ride along in annotations);
+//! - core/v1 ↔ events.k8s.io/v1 Event (one storage, renamed fields).
 
 use serde_json::{Map, Value, json};
 
@@ -17,8 +18,41 @@ pub fn convert(obj: Value, group: &str, version: &str) -> Value {
     match (group, kind, version) {
         ("autoscaling", "HorizontalPodAutoscaler", "v1") => hpa_v2_to_v1(obj),
         ("autoscaling", "HorizontalPodAutoscaler", "v2") => hpa_v1_to_v2(obj),
+        ("events.k8s.io", "Event", "v1") => rename_event_fields(obj, "events.k8s.io/v1", false),
+        ("", "Event", "v1") => rename_event_fields(obj, "v1", true),
         _ => obj,
     }
+}
+
+/// core/v1 field ↔ events.k8s.io/v1 field; the rest have one name in both.
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+];
+
+fn rename_event_fields(mut obj: Value, api_version: &str, to_core: bool) -> Value {
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        return obj;
+    }
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), json!(api_version));
+        for (core, events) in EVENT_FIELDS {
+            let (from, to) = if to_core {
+                (events, core)
+            } else {
+                (core, events)
+            };
+            if let Some(v) = m.remove(*from) {
+                m.insert((*to).to_string(), v);
+            }
+        }
+    }
+    obj
 }
 
 fn is_cpu_utilization(m: &Value) -> bool {
@@ -220,6 +254,21 @@ mod tests {
         assert!(v1["metadata"]["annotations"][METRICS_ANNOTATION].is_string());
         let back = convert(v1, "autoscaling", "v2");
         assert_eq!(back, v2);
+    }
+
+    #[test]
+    fn events_convert_both_ways() {
+        let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p"}, "message": "hi", "count": 3,
+            "source": {"component": "kubelet"}, "reason": "Started", "type": "Normal", "reportingComponent": "kubelet"});
+        let ev = convert(core.clone(), "events.k8s.io", "v1");
+        assert_eq!(ev["apiVersion"], "events.k8s.io/v1");
+        assert_eq!(ev["regarding"]["name"], "p");
+        assert_eq!(ev["note"], "hi");
+        assert_eq!(ev["deprecatedCount"], 3);
+        assert_eq!(ev["reportingController"], "kubelet");
+        assert!(ev.get("message").is_none());
+        assert_eq!(convert(ev, "", "v1"), core);
     }
 
     #[test]

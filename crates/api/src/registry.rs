@@ -22,9 +22,13 @@ pub struct ResourceType {
     /// Subresources served under `<plural>/<name>/<sub>`.
     pub subresources: &'static [&'static str],
     pub verbs: &'static [&'static str],
-    /// The group-version objects of this resource are stored in; other versions
-    /// are converted on the way in and out.
+    /// The group and version objects of this resource are stored in; other
+    /// versions (and core/v1 ↔ events.k8s.io/v1 Events) are converted on the way
+    /// in and out, and share one storage prefix.
+    pub storage_group: &'static str,
     pub storage_version: &'static str,
+    /// The plural of the stored resource.
+    pub storage_plural: &'static str,
     /// Decodes JSON into the typed struct and back: unknown fields are dropped,
     /// wrong types are an error (as upstream's decoder does).
     pub roundtrip: fn(Value) -> Result<Value, serde_json::Error>,
@@ -57,7 +61,16 @@ impl ResourceType {
     }
 
     pub fn is_storage_version(&self) -> bool {
-        self.version == self.storage_version
+        self.group == self.storage_group && self.version == self.storage_version
+    }
+
+    /// The group-resource objects are stored under (`events` for both Event APIs).
+    pub fn storage_group_resource(&self) -> String {
+        if self.storage_group.is_empty() {
+            self.storage_plural.to_string()
+        } else {
+            format!("{}.{}", self.storage_plural, self.storage_group)
+        }
     }
 }
 
@@ -102,6 +115,9 @@ macro_rules! resource {
         resource!($ty, $plural, $singular, $namespaced, short: $short, cat: $cat, sub: $sub, verbs: VERBS, storage: None)
     };
     ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr, verbs: $verbs:expr, storage: $storage:expr) => {
+        resource!($ty, $plural, $singular, $namespaced, short: $short, cat: $cat, sub: $sub, verbs: $verbs, storage: $storage, stored_as: None)
+    };
+    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr, verbs: $verbs:expr, storage: $storage:expr, stored_as: $stored_as:expr) => {
         ResourceType {
             group: <$ty as k8s_openapi::Resource>::GROUP,
             version: <$ty as k8s_openapi::Resource>::VERSION,
@@ -114,10 +130,16 @@ macro_rules! resource {
             categories: $cat,
             subresources: $sub,
             verbs: $verbs,
-            storage_version: match $storage {
-                Some(v) => v,
-                None => <$ty as k8s_openapi::Resource>::VERSION,
+            storage_group: match $stored_as as Option<(&'static str, &'static str)> {
+                Some((g, _)) => g,
+                None => <$ty as k8s_openapi::Resource>::GROUP,
             },
+            storage_version: match ($stored_as as Option<(&'static str, &'static str)>, $storage as Option<&'static str>) {
+                (Some((_, v)), _) => v,
+                (None, Some(v)) => v,
+                (None, None) => <$ty as k8s_openapi::Resource>::VERSION,
+            },
+            storage_plural: $plural,
             roundtrip: roundtrip::<$ty>,
             schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
             schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
@@ -162,7 +184,8 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
     resource!(api::coordination::v1::Lease, "leases", "lease", NS, short: NONE, cat: NONE, sub: NONE),
     resource!(api::discovery::v1::EndpointSlice, "endpointslices", "endpointslice", NS, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE),
+    // events.k8s.io/v1 Events are core/v1 Events in storage, as upstream.
+    resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE, verbs: VERBS, storage: None, stored_as: Some(("", "v1"))),
     // networking.k8s.io/v1
     resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE),
     resource!(api::networking::v1::Ingress, "ingresses", "ingress", NS, short: &["ing"], cat: NONE, sub: STATUS),

@@ -8,9 +8,10 @@ use serde_json::{Map, Value, json};
 
 use crate::status::{ApiError, ApiResult};
 
-/// `/registry/<group-resource>/` — every object of a resource, all namespaces.
+/// `/registry/<group-resource>/` — every object of a resource, all namespaces
+/// (the storage resource: versions of one resource share it).
 pub fn prefix(rt: &ResourceType) -> String {
-    format!("/registry/{}/", rt.group_resource())
+    format!("/registry/{}/", rt.storage_group_resource())
 }
 
 /// `/registry/<group-resource>/<ns>/` for namespaced lists.

@@ -195,15 +195,7 @@ impl Rest {
         if rt.is_storage_version() {
             obj
         } else {
-            berth_api::conversion::convert(obj, rt.group, rt.storage_version)
-        }
-    }
-
-    fn storage_rt(&self, rt: &'static ResourceType) -> &'static ResourceType {
-        if rt.is_storage_version() {
-            rt
-        } else {
-            registry::lookup(rt.group, rt.storage_version, rt.plural).unwrap_or(rt)
+            berth_api::conversion::convert(obj, rt.storage_group, rt.storage_version)
         }
     }
 
@@ -464,9 +456,8 @@ impl Rest {
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
-        let srt = self.storage_rt(rt);
         let stored = self.to_storage(rt, obj);
-        let key = objects::key(srt, ns_of(rp), &name);
+        let key = objects::key(rt, ns_of(rp), &name);
         let mut out = if dry_run {
             if self.store.get(&key).await?.is_some() {
                 return Err(ApiError::already_exists(rt, &name));
@@ -663,10 +654,9 @@ impl Rest {
             Some(_) => return Err(ApiError::method_not_allowed()),
         };
         let rt = rp.rt;
-        let srt = self.storage_rt(rt);
         let ns = ns_of(rp);
         for _ in 0..PATCH_RETRIES {
-            let (cur_stored, kv) = self.current(srt, ns, name).await?;
+            let (cur_stored, kv) = self.current(rt, ns, name).await?;
             let cur = self.to_version(rt, cur_stored);
             if let Some(rv) = &precondition
                 && rv != &kv.mod_revision.to_string()
@@ -696,7 +686,7 @@ impl Rest {
             if cmp == objects::decode(&kv)? {
                 return Ok(self.to_version(rt, cmp));
             }
-            let key = objects::key(srt, ns, name);
+            let key = objects::key(rt, ns, name);
             // The last finalizer removed from an object being deleted: it goes now.
             if objects::is_deleting(&stored)
                 && objects::finalizers(&stored).is_empty()
@@ -756,11 +746,10 @@ impl Rest {
             return Err(ApiError::method_not_allowed());
         }
         let opts = DeleteOptions::from(body.as_ref(), q)?;
-        let srt = self.storage_rt(rt);
         let ns = ns_of(rp);
-        let key = objects::key(srt, ns, &name);
+        let key = objects::key(rt, ns, &name);
         for _ in 0..PATCH_RETRIES {
-            let (cur, kv) = self.current(srt, ns, &name).await?;
+            let (cur, kv) = self.current(rt, ns, &name).await?;
             if let Some(uid) = &opts.precondition_uid
                 && objects::meta_str(&cur, "uid") != Some(uid.as_str())
             {

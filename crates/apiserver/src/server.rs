@@ -202,6 +202,23 @@ async fn route(
                 Bytes::from_static(&berth_api::openapi::cached().index),
             ));
         }
+        // kubectl ≤ 1.28 reads the whole API's Swagger 2.0 in gnostic's protobuf.
+        "/openapi/v2" | "/openapi/v2/" => {
+            use berth_api::openapi::v2;
+            return Ok(if v2::wants_protobuf(&accept) {
+                full(
+                    StatusCode::OK,
+                    v2::PROTOBUF_MEDIA_TYPE,
+                    Bytes::from_static(&v2::cached().protobuf),
+                )
+            } else {
+                full(
+                    StatusCode::OK,
+                    "application/json",
+                    Bytes::from_static(&v2::cached().json),
+                )
+            });
+        }
         _ => {}
     }
     if is_public(&path) {

@@ -304,3 +304,99 @@ fn watch_from_a_revision_older_than_the_cache_window_is_gone() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn metrics_and_clean_shutdown_on_sigterm() {
+    let mut s = Server::start("sigterm");
+    s.request("GET", "/api/v1/namespaces/default/configmaps", "", None);
+    let out = s.curl(&["-s", &format!("{}/metrics", s.http)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("apiserver_request_total{")
+                && l.contains("verb=\"LIST\"")
+                && l.contains("resource=\"configmaps\"")
+                && l.contains("code=\"200\"")),
+        "{text}"
+    );
+    assert!(
+        text.contains("apiserver_request_duration_seconds_bucket{"),
+        "{text}"
+    );
+    let pid = s.child.id().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not stop on SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn both_event_apis_and_both_hpa_versions_share_storage() {
+    let s = Server::start("shared");
+    let ev = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "p.1"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"}, "reason": "Started",
+        "message": "Started container c", "type": "Normal", "count": 2, "source": {"component": "kubelet"}});
+    assert_eq!(
+        s.request(
+            "POST",
+            "/api/v1/namespaces/default/events",
+            "application/json",
+            Some(&ev.to_string())
+        )
+        .0,
+        201
+    );
+    let (code, got) = s.request(
+        "GET",
+        "/apis/events.k8s.io/v1/namespaces/default/events/p.1",
+        "",
+        None,
+    );
+    assert_eq!(code, 200, "{got}");
+    assert_eq!(got["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(
+        (
+            got["regarding"]["name"].as_str(),
+            got["note"].as_str(),
+            got["deprecatedCount"].as_i64()
+        ),
+        (Some("p"), Some("Started container c"), Some(2))
+    );
+    let (_, list) = s.request("GET", "/apis/events.k8s.io/v1/events", "", None);
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "{list}");
+
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "minReplicas": 1, "maxReplicas": 4,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}});
+    let (code, created) = s.request(
+        "POST",
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        "application/json",
+        Some(&hpa.to_string()),
+    );
+    assert_eq!(code, 201, "{created}");
+    let (code, v1) = s.request(
+        "GET",
+        "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/h",
+        "",
+        None,
+    );
+    assert_eq!(code, 200, "{v1}");
+    assert_eq!(v1["apiVersion"], "autoscaling/v1");
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 70);
+}
