@@ -44,6 +44,35 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// Creates pods `prefix-i` for every i in `range` from 16 concurrent tasks.
+async fn create_concurrently(
+    pods: &Api<Pod>,
+    range: std::ops::Range<usize>,
+    prefix: &'static str,
+) -> anyhow::Result<()> {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(range.start));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let pods = pods.clone();
+        let next = next.clone();
+        let end = range.end;
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= end {
+                    return Ok::<_, kube::Error>(());
+                }
+                pods.create(&PostParams::default(), &pod(&format!("{prefix}-{i}")))
+                    .await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -100,26 +129,7 @@ async fn main() -> anyhow::Result<()> {
     // 1. Throughput: 16 concurrent creators.
     let n_burst = total.min(2000);
     let started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let pods = pods.clone();
-        let next = next.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= n_burst {
-                    break;
-                }
-                pods.create(&PostParams::default(), &pod(&format!("burst-{i}")))
-                    .await
-                    .expect("create");
-            }
-        }));
-    }
-    for t in tasks {
-        t.await?;
-    }
+    create_concurrently(&pods, 0..n_burst, "burst").await?;
     let burst_rate = n_burst as f64 / started.elapsed().as_secs_f64();
 
     // 2. Latency at a fixed 200 writes/s (open loop: requests start on schedule).
@@ -147,26 +157,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 3. Fill to `total` pods, then time full lists.
     let have = n_burst + paced;
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(have));
-    let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let pods = pods.clone();
-        let next = next.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
-                    break;
-                }
-                pods.create(&PostParams::default(), &pod(&format!("fill-{i}")))
-                    .await
-                    .expect("create");
-            }
-        }));
-    }
-    for t in tasks {
-        t.await?;
-    }
+    create_concurrently(&pods, have..total, "fill").await?;
     let mut list_times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();

@@ -18,24 +18,9 @@ fn kill_9_keeps_every_acknowledged_create() {
         let mut acked = Vec::new();
         for i in 0..100_000 {
             let name = format!("c{i}");
-            let out = std::process::Command::new("curl")
-                .args([
-                    "-s",
-                    "-o",
-                    "/dev/null",
-                    "-w",
-                    "%{http_code}",
-                    "-X",
-                    "POST",
-                    "-H",
-                    "Content-Type: application/json",
-                    "--data-binary",
-                ])
-                .arg(cm(&name))
-                .arg(format!("{http}/api/v1/namespaces/default/configmaps"))
-                .output()
-                .unwrap();
-            match String::from_utf8_lossy(&out.stdout).as_ref() {
+            let code =
+                common::post_code(&http, "/api/v1/namespaces/default/configmaps", &cm(&name));
+            match code.as_str() {
                 "201" => acked.push(name),
                 _ => break,
             }

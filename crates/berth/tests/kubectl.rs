@@ -388,21 +388,12 @@ fn bad_input_gets_clear_errors() {
     );
     let path = s.data_dir.join("big.json");
     std::fs::write(&path, big).unwrap();
-    let out = s.curl(&[
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-X",
-        "POST",
-        "-H",
-        "Content-Type: application/json",
-        "--data-binary",
+    let code = common::post_code(
+        &s.http,
+        "/api/v1/namespaces/default/configmaps",
         &format!("@{}", path.display()),
-        &format!("{}/api/v1/namespaces/default/configmaps", s.http),
-    ]);
-    assert_eq!(stdout(&out), "413");
+    );
+    assert_eq!(code, "413");
     // Still serving.
     let (code, _) = s.request("GET", "/api/v1/namespaces", "", None);
     assert_eq!(code, 200);

@@ -212,6 +212,23 @@ impl Drop for Server {
     }
 }
 
+/// POSTs JSON (`data` as curl's `--data-binary` takes it: a body, or `@file`) to
+/// `base` + `path`; returns the HTTP code.
+pub fn post_code(base: &str, path: &str, data: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            data,
+        ])
+        .arg(format!("{base}{path}"))
+        .output()
+        .expect("run curl");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn kubectl_path() -> PathBuf {
     if let Ok(p) = std::env::var("BERTH_KUBECTL") {
         return PathBuf::from(p);
