@@ -33,6 +33,9 @@ impl Reply {
     }
 }
 
+/// How many times a colliding generated name is generated again.
+const GENERATE_NAME_RETRIES: usize = 7;
+
 /// How many times a patch re-reads and re-applies after a concurrent write.
 const PATCH_RETRIES: usize = 16;
 
@@ -416,6 +419,7 @@ impl Rest {
         } else {
             meta.remove("namespace");
         }
+        let generated = meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty);
         let name = match meta
             .get("name")
             .and_then(Value::as_str)
@@ -456,25 +460,37 @@ impl Rest {
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
-        let stored = self.to_storage(rt, obj);
-        let key = objects::key(rt, ns_of(rp), &name);
+        let mut stored = self.to_storage(rt, obj);
+        let mut name = name;
+        let generate = objects::meta_str(&stored, "generateName").map(String::from).filter(|_| generated);
         let mut out = if dry_run {
-            if self.store.get(&key).await?.is_some() {
+            if self.store.get(&objects::key(rt, ns_of(rp), &name)).await?.is_some() {
                 return Err(ApiError::already_exists(rt, &name));
             }
             stored
         } else {
-            let kv = self
-                .store
-                .create(&key, objects::encode(&stored)?)
-                .await
-                .map_err(|e| match e {
-                    StoreError::AlreadyExists(_) => ApiError::already_exists(rt, &name),
-                    other => other.into(),
-                })?;
-            let mut v = stored;
-            objects::set_resource_version(&mut v, kv.mod_revision);
-            v
+            // A generated name that collides is generated again, as upstream does.
+            let mut attempts = 0;
+            loop {
+                let key = objects::key(rt, ns_of(rp), &name);
+                match self.store.create(&key, objects::encode(&stored)?).await {
+                    Ok(kv) => {
+                        objects::set_resource_version(&mut stored, kv.mod_revision);
+                        break stored;
+                    }
+                    Err(StoreError::AlreadyExists(_)) => match &generate {
+                        Some(base) if attempts < GENERATE_NAME_RETRIES => {
+                            attempts += 1;
+                            name = berth_api::validation::generate_name(base, rand::random::<u64>);
+                            if let Some(m) = objects::meta_mut(&mut stored) {
+                                m.insert("name".into(), json!(name));
+                            }
+                        }
+                        _ => return Err(ApiError::already_exists(rt, &name)),
+                    },
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         out = self.to_version(rt, out);
         Ok(Reply {
