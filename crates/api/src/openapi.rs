@@ -13,9 +13,8 @@
 //! `Cache-Control: public, immutable`, and sets `ETag: "<HASH>"`; any other hash gets the
 //! current document with `Cache-Control: no-cache, private`.
 //!
-//! `/openapi/v2` is not served: kubectl 1.33 uses v3 for `apply` (validation and
-//! strategic merge), `explain` and `create`; it only falls back to v2 when a v3 document
-//! lacks what it needs, and a 404 there is handled as "no schema".
+//! `/openapi/v2` ([`v2`]) is derived from these documents, in JSON and in gnostic's
+//! protobuf: kubectl 1.27/1.28 read it for `apply` and `explain`; 1.29+ use v3.
 //!
 //! Schemas come from k8s-openapi's `schemars` output (descriptions, `required`), reshaped
 //! to upstream's v3 form: a `$ref` with siblings becomes `allOf: [{$ref}]` plus the
@@ -32,6 +31,7 @@
 
 mod semantics;
 mod sha512;
+pub mod v2;
 
 use std::collections::BTreeMap;
 
