@@ -7,6 +7,7 @@ pub mod conversion;
 pub mod defaults;
 pub mod openapi;
 pub mod printers;
+pub mod protobuf;
 pub mod qos;
 pub mod quantity;
 pub mod registry;

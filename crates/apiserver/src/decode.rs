@@ -32,7 +32,8 @@ pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Value> {
         | "*/*" => serde_json::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         }),
-        "application/vnd.kubernetes.protobuf" => Err(ApiError::unsupported_media_type(ct)),
+        "application/vnd.kubernetes.protobuf" => berth_api::protobuf::decode(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding protobuf body: {e}"))),
         other => Err(ApiError::unsupported_media_type(other)),
     }
 }
