@@ -12,4 +12,6 @@ pub mod qos;
 pub mod quantity;
 pub mod registry;
 pub mod selector;
+pub mod ssa;
+pub mod strategic;
 pub mod validation;

@@ -113,6 +113,8 @@ pub fn decode_object(
     })?;
     let mut unknown = Vec::new();
     unknown_fields(&body, &pruned, "", &mut unknown);
+    let mut pruned = pruned;
+    berth_api::protobuf::omit_empty(&mut pruned);
     let mut warnings = Vec::new();
     match validation {
         FieldValidation::Strict if !unknown.is_empty() => {

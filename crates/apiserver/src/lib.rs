@@ -13,7 +13,6 @@ pub mod pki;
 pub mod request;
 pub mod rest;
 pub mod server;
-pub mod smp;
 pub mod status;
 pub mod strategy;
 pub mod watch;

@@ -145,6 +145,8 @@ pub fn parse_path(path: &str) -> ApiResult<Target> {
 #[derive(Debug, Default, Clone)]
 pub struct Query {
     pub params: HashMap<String, String>,
+    /// The client's User-Agent: names the field manager of writes without `fieldManager`.
+    pub user_agent: String,
 }
 
 impl Query {
@@ -161,7 +163,10 @@ impl Query {
                 params.insert(dec(k), dec(v));
             }
         }
-        Query { params }
+        Query {
+            params,
+            user_agent: String::new(),
+        }
     }
 
     pub fn get(&self, k: &str) -> Option<&str> {

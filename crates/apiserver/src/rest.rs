@@ -391,6 +391,17 @@ impl Rest {
     }
 
     pub async fn create(&self, rp: &ResourcePath, body: Value, q: &Query) -> ApiResult<Reply> {
+        self.create_with(rp, body, q, &Managed::update(q, None))
+            .await
+    }
+
+    async fn create_with(
+        &self,
+        rp: &ResourcePath,
+        body: Value,
+        q: &Query,
+        managed: &Managed,
+    ) -> ApiResult<Reply> {
         let rt = rp.rt;
         if rp.name.is_some() {
             return Err(ApiError::method_not_allowed());
@@ -419,7 +430,10 @@ impl Rest {
         } else {
             meta.remove("namespace");
         }
-        let generated = meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty);
+        let generated = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
         let name = match meta
             .get("name")
             .and_then(Value::as_str)
@@ -457,14 +471,22 @@ impl Rest {
         }
         strategy::prepare_for_create(rt, &mut obj);
         self.validate(rt, &obj, None)?;
+        managed.record(rt, None, &mut obj)?;
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
         let mut stored = self.to_storage(rt, obj);
         let mut name = name;
-        let generate = objects::meta_str(&stored, "generateName").map(String::from).filter(|_| generated);
+        let generate = objects::meta_str(&stored, "generateName")
+            .map(String::from)
+            .filter(|_| generated);
         let mut out = if dry_run {
-            if self.store.get(&objects::key(rt, ns_of(rp), &name)).await?.is_some() {
+            if self
+                .store
+                .get(&objects::key(rt, ns_of(rp), &name))
+                .await?
+                .is_some()
+            {
                 return Err(ApiError::already_exists(rt, &name));
             }
             stored
@@ -507,7 +529,7 @@ impl Rest {
         let validation = FieldValidation::parse(q.get("fieldValidation"))?;
         let dry_run = q.dry_run()?;
         if rp.subresource.as_deref() == Some("scale") {
-            return self.update_scale(rp, body, dry_run).await;
+            return self.update_scale(rp, body, dry_run, q).await;
         }
         let decode::Decoded { obj, warnings } = decode::decode_object(rt, body, validation)?;
         match objects::name(&obj) {
@@ -527,10 +549,12 @@ impl Rest {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        let precondition = objects::resource_version(&obj).map(String::from);
-        let out = self
-            .write(rp, &name, precondition, dry_run, |_| Ok(obj.clone()))
-            .await?;
+        let opts = WriteOpts {
+            precondition: objects::resource_version(&obj).map(String::from),
+            dry_run,
+            managed: Managed::update(q, rp.subresource.as_deref()),
+        };
+        let out = self.write(rp, &name, &opts, |_| Ok(obj.clone())).await?;
         Ok(Reply {
             code: 200,
             body: out,
@@ -543,6 +567,7 @@ impl Rest {
         rp: &ResourcePath,
         body: Value,
         dry_run: bool,
+        q: &Query,
     ) -> ApiResult<Reply> {
         let name = name_of(rp)?.to_string();
         let replicas = body
@@ -550,9 +575,13 @@ impl Rest {
             .and_then(|s| s.get("replicas"))
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        let precondition = objects::resource_version(&body).map(String::from);
+        let opts = WriteOpts {
+            precondition: objects::resource_version(&body).map(String::from),
+            dry_run,
+            managed: Managed::update(q, Some("scale")),
+        };
         let out = self
-            .write_main(rp, &name, precondition, dry_run, move |mut cur| {
+            .write_main(rp, &name, &opts, move |mut cur| {
                 cur["spec"]["replicas"] = json!(replicas);
                 Ok(cur)
             })
@@ -578,11 +607,10 @@ impl Rest {
         let validation = FieldValidation::parse(q.get("fieldValidation"))?;
         let dry_run = q.dry_run()?;
         if ct == "application/apply-patch+yaml" {
-            return Err(ApiError::unsupported_media_type(
-                "application/apply-patch+yaml (server-side apply is not implemented yet)",
-            ));
+            return self.apply(rp, body, q).await;
         }
         let patch = decode::parse(&ct, body)?;
+        let is_scale = rp.subresource.as_deref() == Some("scale");
         let apply_patch = move |doc: &mut Value| -> ApiResult<()> {
             match ct.as_str() {
                 "application/json-patch+json" => {
@@ -603,16 +631,30 @@ impl Rest {
                     if !patch.is_object() {
                         return Err(ApiError::bad_request("the patch must be a JSON object"));
                     }
-                    crate::smp::apply(doc, &patch);
-                    Ok(())
+                    // Scale has no lists: a strategic merge on it is a merge.
+                    if is_scale {
+                        json_patch::merge(doc, &patch);
+                        return Ok(());
+                    }
+                    berth_api::strategic::apply(doc, &patch, rt.group, rt.version, rt.kind).map_err(
+                        |e| {
+                            let code = e.status_code();
+                            ApiError::new(code, reason_for(code), e.to_string())
+                        },
+                    )
                 }
                 other => Err(ApiError::unsupported_media_type(other)),
             }
         };
         let warnings = std::sync::Mutex::new(Vec::new());
-        if rp.subresource.as_deref() == Some("scale") {
+        if is_scale {
+            let opts = WriteOpts {
+                precondition: None,
+                dry_run,
+                managed: Managed::update(q, Some("scale")),
+            };
             let out = self
-                .write_main(rp, &name, None, dry_run, |cur| {
+                .write_main(rp, &name, &opts, |cur| {
                     let mut scale = scale_of(rt, &cur);
                     apply_patch(&mut scale)?;
                     let replicas = scale
@@ -627,8 +669,13 @@ impl Rest {
                 .await?;
             return Ok(Reply::ok(scale_of(rt, &out)));
         }
+        let opts = WriteOpts {
+            precondition: None,
+            dry_run,
+            managed: Managed::update(q, rp.subresource.as_deref()),
+        };
         let out = self
-            .write(rp, &name, None, dry_run, |cur| {
+            .write(rp, &name, &opts, |cur| {
                 let rv_before = objects::resource_version(&cur).map(String::from);
                 let mut doc = cur;
                 apply_patch(&mut doc)?;
@@ -652,16 +699,95 @@ impl Rest {
         })
     }
 
+    /// Server-side apply (`application/apply-patch+yaml`): merges the applied
+    /// configuration by the schema, tracks ownership in managedFields, and
+    /// refuses to change another manager's field unless `force=true`.
+    async fn apply(&self, rp: &ResourcePath, body: &[u8], q: &Query) -> ApiResult<Reply> {
+        let rt = rp.rt;
+        let name = name_of(rp)?.to_string();
+        let manager = q.get("fieldManager").map(String::from).ok_or_else(|| {
+            ApiError::new(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+        })?;
+        let force = q.flag("force");
+        let validation = FieldValidation::parse(q.get("fieldValidation"))?;
+        let dry_run = q.dry_run()?;
+        let applied = decode::parse("application/apply-patch+yaml", body)?;
+        if !applied.is_object() {
+            return Err(ApiError::bad_request(
+                "the applied configuration must be an object",
+            ));
+        }
+        if let Some(n) = objects::name(&applied).filter(|n| *n != name) {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        let subresource = rp.subresource.clone();
+        let api_version = rt.api_version();
+        let run = |live: Option<&Value>| -> ApiResult<Value> {
+            let now = objects::now_rfc3339();
+            let ignored =
+                berth_api::ssa::reset_fields(rt.has_subresource("status"), subresource.as_deref());
+            let req = berth_api::ssa::Request {
+                manager: &manager,
+                api_version: &api_version,
+                now: &now,
+                subresource: subresource.as_deref(),
+                ignored: &ignored,
+            };
+            berth_api::ssa::apply(live, &applied, &req, force).map_err(|e| ssa_error(rt, &name, e))
+        };
+        let exists = self
+            .store
+            .get(&objects::key(rt, ns_of(rp), &name))
+            .await?
+            .is_some();
+        if !exists && rp.subresource.is_none() {
+            let mut merged = run(None)?;
+            if let Some(m) = objects::meta_mut(&mut merged) {
+                m.insert("name".into(), json!(name));
+            }
+            let collection = ResourcePath {
+                name: None,
+                ..rp.clone()
+            };
+            return self
+                .create_with(&collection, merged, q, &Managed::AsIs)
+                .await;
+        }
+        let warnings = std::sync::Mutex::new(Vec::new());
+        let opts = WriteOpts {
+            precondition: None,
+            dry_run,
+            managed: Managed::AsIs,
+        };
+        let out = self
+            .write(rp, &name, &opts, |cur| {
+                let merged = run(Some(&cur))?;
+                let decoded = decode::decode_object(rt, merged, validation)?;
+                if let Ok(mut w) = warnings.lock() {
+                    w.extend(decoded.warnings);
+                }
+                Ok(decoded.obj)
+            })
+            .await?;
+        Ok(Reply {
+            code: 200,
+            body: out,
+            warnings: warnings.into_inner().unwrap_or_default(),
+        })
+    }
+
     /// Read-modify-write of one object with the endpoint's scope, retried on
     /// concurrent writes unless the caller gave a resourceVersion precondition.
     async fn write(
         &self,
         rp: &ResourcePath,
         name: &str,
-        precondition: Option<String>,
-        dry_run: bool,
+        opts: &WriteOpts,
         mutate: impl Fn(Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
+        let (precondition, dry_run) = (&opts.precondition, opts.dry_run);
         let scope = match rp.subresource.as_deref() {
             None => UpdateScope::Main,
             Some("status") => UpdateScope::Status,
@@ -690,6 +816,7 @@ impl Rest {
             berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
             strategy::prepare_for_update(rt, scope, &mut new, &cur);
             self.validate(rt, &new, Some(&cur))?;
+            opts.managed.record(rt, Some(&cur), &mut new)?;
             let stored = self.to_storage(rt, new);
             if dry_run {
                 let mut v = stored;
@@ -739,15 +866,14 @@ impl Rest {
         &self,
         rp: &ResourcePath,
         name: &str,
-        precondition: Option<String>,
-        dry_run: bool,
+        opts: &WriteOpts,
         mutate: impl Fn(Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
         let main = ResourcePath {
             subresource: None,
             ..rp.clone()
         };
-        self.write(&main, name, precondition, dry_run, mutate).await
+        self.write(&main, name, opts, mutate).await
     }
 
     pub async fn delete(
@@ -1077,6 +1203,85 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
             "selector": selector,
         },
     })
+}
+
+/// How one read-modify-write behaves.
+struct WriteOpts {
+    /// The resourceVersion the client based its write on (then no retry on conflict).
+    precondition: Option<String>,
+    dry_run: bool,
+    managed: Managed,
+}
+
+/// How a write updates `metadata.managedFields`.
+enum Managed {
+    /// An Update entry for this manager (from `fieldManager` or the user agent).
+    Update {
+        manager: String,
+        subresource: Option<String>,
+    },
+    /// The write set managedFields itself (server-side apply).
+    AsIs,
+}
+
+impl Managed {
+    fn update(q: &Query, subresource: Option<&str>) -> Self {
+        let manager = q
+            .get("fieldManager")
+            .map(String::from)
+            .unwrap_or_else(|| berth_api::ssa::manager_from_user_agent(&q.user_agent));
+        Managed::Update {
+            manager,
+            subresource: subresource.map(String::from),
+        }
+    }
+
+    fn record(&self, rt: &ResourceType, old: Option<&Value>, new: &mut Value) -> ApiResult<()> {
+        let Managed::Update {
+            manager,
+            subresource,
+        } = self
+        else {
+            return Ok(());
+        };
+        let now = objects::now_rfc3339();
+        let api_version = rt.api_version();
+        let ignored =
+            berth_api::ssa::reset_fields(rt.has_subresource("status"), subresource.as_deref());
+        let req = berth_api::ssa::Request {
+            manager,
+            api_version: &api_version,
+            now: &now,
+            subresource: subresource.as_deref(),
+            ignored: &ignored,
+        };
+        let name = objects::name(new).unwrap_or("").to_string();
+        berth_api::ssa::update_managed_fields(old, new, &req).map_err(|e| ssa_error(rt, &name, e))
+    }
+}
+
+fn reason_for(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        409 => "Conflict",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        _ => "InternalError",
+    }
+}
+
+/// An apply conflict is a 409 with one `FieldManagerConflict` cause per field.
+fn ssa_error(rt: &ResourceType, name: &str, e: berth_api::ssa::SsaError) -> ApiError {
+    let code = e.status_code();
+    let mut err = ApiError::new(code, reason_for(code), e.to_string());
+    if let berth_api::ssa::SsaError::Conflicts(c) = &e {
+        let mut details = json!({"name": name, "kind": rt.plural, "causes": c.causes()});
+        if !rt.group.is_empty() {
+            details["group"] = json!(rt.group);
+        }
+        err.details = Some(details);
+    }
+    err
 }
 
 struct DeleteOptions {

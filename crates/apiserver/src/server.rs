@@ -281,7 +281,8 @@ async fn route(
     labels.version = rp.rt.version.to_string();
     labels.resource = rp.rt.plural.to_string();
     labels.subresource = rp.subresource.clone().unwrap_or_default();
-    let q = Query::parse(req.uri().query());
+    let mut q = Query::parse(req.uri().query());
+    q.user_agent = header_str(&req, header::USER_AGENT);
     let method = req.method().clone();
     let content_type = header_str(&req, header::CONTENT_TYPE);
     let is_watch = rp.legacy_watch || q.flag("watch");

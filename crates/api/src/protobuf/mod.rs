@@ -11,6 +11,7 @@
 mod base64;
 mod decode;
 mod encode;
+mod omitempty;
 pub mod schema;
 mod table;
 mod wire;
@@ -20,6 +21,7 @@ mod tests;
 
 pub use decode::decode;
 pub use encode::encode;
+pub use omitempty::omit_empty;
 
 /// The magic prefix of every Kubernetes protobuf body.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
