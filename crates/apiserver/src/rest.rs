@@ -1256,6 +1256,12 @@ impl Managed {
             ignored: &ignored,
         };
         let name = objects::name(new).unwrap_or("").to_string();
+        // managedFields a client wrote itself must at least decode.
+        let sent = new.pointer("/metadata/managedFields");
+        if sent.is_some() && sent != old.and_then(|o| o.pointer("/metadata/managedFields")) {
+            berth_api::ssa::validate_managed_fields(new)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        }
         berth_api::ssa::update_managed_fields(old, new, &req).map_err(|e| ssa_error(rt, &name, e))
     }
 }
