@@ -2,6 +2,10 @@
 //! - autoscaling/v1 ↔ autoscaling/v2 HorizontalPodAutoscaler, as upstream's
 //!   `pkg/apis/autoscaling/v1/conversion.go` maps them (CPU utilisation target ↔
 //!   a Resource metric; other v2 metrics ride along in annotations);
+//! - autoscaling/v2beta2 ↔ autoscaling/v2 HorizontalPodAutoscaler: the same fields
+//!   (upstream's `pkg/apis/autoscaling/v2beta2` converts both through one internal
+//!   type), except `HPAScalingRules.tolerance` (added to v2 in 1.33, after v2beta2 was
+//!   removed), which a v2beta2 reader does not see;
 //! - core/v1 ↔ events.k8s.io/v1 Event (one storage, renamed fields).
 
 use serde_json::{Map, Value, json};
@@ -17,10 +21,54 @@ pub fn convert(obj: Value, group: &str, version: &str) -> Value {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     match (group, kind, version) {
         ("autoscaling", "HorizontalPodAutoscaler", "v1") => hpa_v2_to_v1(obj),
-        ("autoscaling", "HorizontalPodAutoscaler", "v2") => hpa_v1_to_v2(obj),
+        ("autoscaling", "HorizontalPodAutoscaler", "v2") => hpa_to_v2(obj),
+        ("autoscaling", "HorizontalPodAutoscaler", "v2beta2") => hpa_to_v2beta2(obj),
         ("events.k8s.io", "Event", "v1") => rename_event_fields(obj, "events.k8s.io/v1", false),
         ("", "Event", "v1") => rename_event_fields(obj, "v1", true),
         _ => obj,
+    }
+}
+
+fn api_version_of(obj: &Value) -> &str {
+    obj.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+fn set_api_version(mut obj: Value, api_version: &str) -> Value {
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("apiVersion".into(), json!(api_version));
+    }
+    obj
+}
+
+/// Any served HPA version → v2 (v2beta2 is a relabel; v1 is upstream's conversion).
+fn hpa_to_v2(obj: Value) -> Value {
+    match api_version_of(&obj) {
+        "autoscaling/v2" => obj,
+        "autoscaling/v2beta2" => set_api_version(obj, "autoscaling/v2"),
+        _ => hpa_v1_to_v2(obj),
+    }
+}
+
+/// Any served HPA version → v2beta2: through v2, without v2-only fields.
+fn hpa_to_v2beta2(obj: Value) -> Value {
+    if api_version_of(&obj) == "autoscaling/v2beta2" {
+        return obj;
+    }
+    let mut obj = set_api_version(hpa_to_v2(obj), "autoscaling/v2beta2");
+    strip_v2_only_hpa_fields(&mut obj);
+    obj
+}
+
+/// Removes the autoscaling/v2 HPA fields v2beta2 does not have:
+/// `spec.behavior.{scaleUp,scaleDown}.tolerance`.
+pub fn strip_v2_only_hpa_fields(obj: &mut Value) {
+    for dir in ["scaleUp", "scaleDown"] {
+        if let Some(rules) = obj
+            .pointer_mut(&format!("/spec/behavior/{dir}"))
+            .and_then(Value::as_object_mut)
+        {
+            rules.remove("tolerance");
+        }
     }
 }
 
@@ -254,6 +302,69 @@ mod tests {
         assert!(v1["metadata"]["annotations"][METRICS_ANNOTATION].is_string());
         let back = convert(v1, "autoscaling", "v2");
         assert_eq!(back, v2);
+    }
+
+    fn hpa_v2() -> Value {
+        json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h", "namespace": "default"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d", "apiVersion": "apps/v1"},
+                "minReplicas": 1, "maxReplicas": 5,
+                "metrics": [
+                    {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}],
+                "behavior": {
+                    "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]},
+                    "scaleDown": {"stabilizationWindowSeconds": 300}}},
+            "status": {"currentReplicas": 2, "desiredReplicas": 3,
+                "conditions": [{"type": "AbleToScale", "status": "True"}]}
+        })
+    }
+
+    #[test]
+    fn hpa_v2beta2_is_v2_relabelled() {
+        let v2 = hpa_v2();
+        let beta = convert(v2.clone(), "autoscaling", "v2beta2");
+        assert_eq!(beta["apiVersion"], "autoscaling/v2beta2");
+        let mut expected = v2.clone();
+        expected["apiVersion"] = json!("autoscaling/v2beta2");
+        assert_eq!(beta, expected);
+        assert_eq!(convert(beta.clone(), "autoscaling", "v2"), v2);
+        // Idempotent on its own version.
+        assert_eq!(convert(beta.clone(), "autoscaling", "v2beta2"), beta);
+    }
+
+    #[test]
+    fn hpa_v2beta2_and_v1_convert_through_v2() {
+        let beta = convert(hpa_v2(), "autoscaling", "v2beta2");
+        let v1 = convert(beta.clone(), "autoscaling", "v1");
+        assert_eq!(v1["apiVersion"], "autoscaling/v1");
+        assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 60);
+        assert_eq!(v1, convert(hpa_v2(), "autoscaling", "v1"));
+        assert_eq!(convert(v1, "autoscaling", "v2beta2"), beta);
+    }
+
+    #[test]
+    fn hpa_v2beta2_drops_tolerance() {
+        let mut v2 = hpa_v2();
+        v2["spec"]["behavior"]["scaleDown"]["tolerance"] = json!("0.05");
+        v2["spec"]["behavior"]["scaleUp"]["tolerance"] = json!("0.01");
+        let beta = convert(v2, "autoscaling", "v2beta2");
+        assert!(
+            beta["spec"]["behavior"]["scaleDown"]
+                .get("tolerance")
+                .is_none()
+        );
+        assert!(
+            beta["spec"]["behavior"]["scaleUp"]
+                .get("tolerance")
+                .is_none()
+        );
+        assert_eq!(
+            beta["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
+            300
+        );
     }
 
     #[test]

@@ -85,7 +85,8 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
             default_cron_job(obj);
             with_template(obj, &["spec", "jobTemplate", "spec", "template"]);
         }
-        ("autoscaling", "v2", "HorizontalPodAutoscaler") => default_hpa_v2(obj),
+        // v2beta2 (served for the seed article) defaults as v2 does.
+        ("autoscaling", "v2" | "v2beta2", "HorizontalPodAutoscaler") => default_hpa_v2(obj),
         ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
             if let Some(spec) = ensure_path(obj, &["spec"]) {
                 default_if_absent(spec, "minReplicas", json!(1));

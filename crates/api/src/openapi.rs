@@ -350,8 +350,102 @@ fn schemas_for(
             o.insert("x-kubernetes-group-version-kind".into(), gvks);
         }
     }
+    if let Some((from, to)) = renamed_package(group, version) {
+        defs = rename_package(defs, from, to);
+        if group == "autoscaling" && version == "v2beta2" {
+            hpa_v2beta2_scaling_rules(&mut defs);
+        }
+    }
     reshape(&mut defs);
     defs
+}
+
+/// Group-versions served through another version's k8s-openapi types, whose schemas
+/// take upstream's package names: (group, version, types' prefix, upstream prefix).
+/// Renaming happens before [`reshape`], so the list/map extensions keyed by the
+/// original names (v2's `+listType` markers) are not carried over: upstream's v2beta2
+/// types had none.
+const RENAMED_PACKAGES: &[(&str, &str, &str, &str)] = &[(
+    "autoscaling",
+    "v2beta2",
+    "io.k8s.api.autoscaling.v2.",
+    "io.k8s.api.autoscaling.v2beta2.",
+)];
+
+fn renamed_package(group: &str, version: &str) -> Option<(&'static str, &'static str)> {
+    RENAMED_PACKAGES
+        .iter()
+        .find(|(g, v, _, _)| *g == group && *v == version)
+        .map(|&(_, _, from, to)| (from, to))
+}
+
+/// Renames every schema under `from` to `to`, and every `$ref` to one.
+fn rename_package(defs: Map<String, Value>, from: &str, to: &str) -> Map<String, Value> {
+    fn refs(v: &mut Value, from: &str, to: &str) {
+        match v {
+            Value::Object(o) => {
+                for (k, child) in o.iter_mut() {
+                    if k == "$ref"
+                        && let Value::String(r) = child
+                        && let Some(name) = r.strip_prefix("#/components/schemas/")
+                        && let Some(rest) = name.strip_prefix(from)
+                    {
+                        *r = format!("#/components/schemas/{to}{rest}");
+                    } else {
+                        refs(child, from, to);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|c| refs(c, from, to)),
+            _ => {}
+        }
+    }
+    defs.into_iter()
+        .map(|(name, mut schema)| {
+            refs(&mut schema, from, to);
+            match name.strip_prefix(from) {
+                Some(rest) => (format!("{to}{rest}"), schema),
+                None => (name, schema),
+            }
+        })
+        .collect()
+}
+
+/// upstream's v2beta2 `HPAScalingRules`: no `tolerance` (added to v2 in 1.33), and
+/// the descriptions of `k8s.io/api/autoscaling/v2beta2`.
+fn hpa_v2beta2_scaling_rules(defs: &mut Map<String, Value>) {
+    let Some(rules) = defs
+        .get_mut("io.k8s.api.autoscaling.v2beta2.HPAScalingRules")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    rules.insert(
+        "description".into(),
+        "HPAScalingRules configures the scaling behavior for one direction. These Rules are applied after calculating DesiredReplicas from metrics for the HPA. They can limit the scaling velocity by specifying scaling policies. They can prevent flapping by specifying the stabilization window, so that the number of replicas is not set instantly, instead, the safest value from the stabilization window is chosen.".into(),
+    );
+    let Some(props) = rules.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    props.remove("tolerance");
+    for (field, desc) in [
+        (
+            "policies",
+            "policies is a list of potential scaling polices which can be used during scaling. At least one policy must be specified, otherwise the HPAScalingRules will be discarded as invalid",
+        ),
+        (
+            "selectPolicy",
+            "selectPolicy is used to specify which policy should be used. If not set, the default value MaxPolicySelect is used.",
+        ),
+        (
+            "stabilizationWindowSeconds",
+            "StabilizationWindowSeconds is the number of seconds for which past recommendations should be considered while scaling up or scaling down. StabilizationWindowSeconds must be greater than or equal to zero and less than or equal to 3600 (one hour). If not set, use the default values: - For scale up: 0 (i.e. no stabilization is done). - For scale down: 300 (i.e. the stabilization window is 300 seconds long).",
+        ),
+    ] {
+        if let Some(p) = props.get_mut(field).and_then(Value::as_object_mut) {
+            p.insert("description".into(), desc.into());
+        }
+    }
 }
 
 fn list_schema(group: &str, version: &str, r: &ResourceType) -> Value {
@@ -1692,6 +1786,92 @@ mod tests {
             "patchAutoscalingV2NamespacedHorizontalPodAutoscaler"
         );
         assert!(document("apis/autoscaling/v1").is_some());
+    }
+
+    #[test]
+    fn autoscaling_v2beta2_hpa_is_v2_under_upstream_names() {
+        assert_eq!(
+            paths()
+                .iter()
+                .filter(|p| p.starts_with("apis/autoscaling/"))
+                .collect::<Vec<_>>(),
+            [
+                "apis/autoscaling/v2",
+                "apis/autoscaling/v1",
+                "apis/autoscaling/v2beta2"
+            ]
+        );
+        let doc = document("apis/autoscaling/v2beta2").unwrap();
+        let names: Vec<&String> = doc["components"]["schemas"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.starts_with("io.k8s.api.autoscaling.v2.")),
+            "{names:?}"
+        );
+        let mut refs = BTreeSet::new();
+        collect_refs(&doc, &mut refs);
+        assert!(
+            !refs.iter().any(|r| r.contains("autoscaling.v2.")),
+            "{refs:?}"
+        );
+        let hpa = schema(
+            &doc,
+            "io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscaler",
+        );
+        assert_eq!(
+            hpa["x-kubernetes-group-version-kind"],
+            json!([{"group": "autoscaling", "kind": "HorizontalPodAutoscaler", "version": "v2beta2"}])
+        );
+        let list = schema(
+            &doc,
+            "io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscalerList",
+        );
+        assert_eq!(
+            list["x-kubernetes-group-version-kind"][0]["version"],
+            "v2beta2"
+        );
+        let spec = schema(
+            &doc,
+            "io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscalerSpec",
+        );
+        let behavior = &spec["properties"]["behavior"];
+        assert!(behavior["description"].as_str().unwrap().starts_with(
+            "behavior configures the scaling behavior of the target in both Up and Down directions"
+        ));
+        assert_eq!(
+            behavior["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscalerBehavior"
+        );
+        // Upstream's v2beta2 had no list-type markers (v2's `metrics` is atomic).
+        assert!(
+            spec["properties"]["metrics"]
+                .get("x-kubernetes-list-type")
+                .is_none()
+        );
+        let rules = schema(&doc, "io.k8s.api.autoscaling.v2beta2.HPAScalingRules");
+        assert!(rules["properties"].get("tolerance").is_none());
+        assert!(rules["properties"].get("selectPolicy").is_some());
+        assert!(!rules["description"].as_str().unwrap().contains("tolerance"));
+        let op = &doc["paths"]["/apis/autoscaling/v2beta2/namespaces/{namespace}/horizontalpodautoscalers/{name}"]
+            ["get"];
+        assert_eq!(
+            op["operationId"],
+            "readAutoscalingV2beta2NamespacedHorizontalPodAutoscaler"
+        );
+        assert_eq!(op["x-kubernetes-group-version-kind"]["version"], "v2beta2");
+        // The v2 document is untouched (tolerance, list types).
+        let v2 = document("apis/autoscaling/v2").unwrap();
+        let rules = schema(&v2, "io.k8s.api.autoscaling.v2.HPAScalingRules");
+        assert!(rules["properties"].get("tolerance").is_some());
+        assert_eq!(
+            rules["properties"]["policies"]["x-kubernetes-list-type"],
+            "atomic"
+        );
     }
 
     #[test]

@@ -147,6 +147,55 @@ macro_rules! resource {
     };
 }
 
+/// autoscaling/v2beta2 HorizontalPodAutoscaler. k8s-openapi (1.33) has no v2beta2
+/// types; upstream's v2beta2 and v2 HPA have the same JSON shape except that v2 added
+/// `HPAScalingRules.tolerance` (1.33, alpha), so bodies decode through the v2 type with
+/// `tolerance` dropped as unknown, and the schema is v2's under v2beta2 names
+/// ([`crate::openapi`] renames it and restores v2beta2's `HPAScalingRules`).
+const HPA_V2BETA2: ResourceType = ResourceType {
+    group: "autoscaling",
+    version: "v2beta2",
+    kind: "HorizontalPodAutoscaler",
+    list_kind: "HorizontalPodAutoscalerList",
+    plural: "horizontalpodautoscalers",
+    singular: "horizontalpodautoscaler",
+    namespaced: NS,
+    short_names: &["hpa"],
+    categories: ALL,
+    subresources: STATUS,
+    verbs: VERBS,
+    storage_group: "autoscaling",
+    storage_version: "v2",
+    storage_plural: "horizontalpodautoscalers",
+    roundtrip: roundtrip_hpa_v2beta2,
+    schema: <api::autoscaling::v2::HorizontalPodAutoscaler as k8s_openapi::schemars::JsonSchema>::json_schema,
+    schema_name: hpa_v2beta2_schema_name,
+};
+
+/// The v2beta2 HPA's schema name, upstream's (`io.k8s.api.autoscaling.v2beta2.…`).
+pub const HPA_V2BETA2_SCHEMA: &str = "io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscaler";
+
+fn hpa_v2beta2_schema_name() -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed(HPA_V2BETA2_SCHEMA)
+}
+
+/// Decodes through the v2 type, then drops what v2beta2 lacks (`tolerance` in the
+/// scaling rules), so strict field validation reports it as an unknown field.
+fn roundtrip_hpa_v2beta2(mut v: Value) -> Result<Value, serde_json::Error> {
+    // k8s-openapi's decoder insists on the type's own apiVersion.
+    if let Some(m) = v.as_object_mut()
+        && m.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v2beta2")
+    {
+        m.insert("apiVersion".into(), Value::from("autoscaling/v2"));
+    }
+    let mut out = roundtrip::<api::autoscaling::v2::HorizontalPodAutoscaler>(v)?;
+    crate::conversion::strip_v2_only_hpa_fields(&mut out);
+    if let Some(m) = out.as_object_mut() {
+        m.insert("apiVersion".into(), Value::from("autoscaling/v2beta2"));
+    }
+    Ok(out)
+}
+
 const NS: bool = true;
 const CLUSTER: bool = false;
 const NONE: &[&str] = &[];
@@ -179,6 +228,9 @@ pub static RESOURCES: &[ResourceType] = &[
     // autoscaling: v2 is the storage version; v1 is converted.
     resource!(api::autoscaling::v2::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS),
     resource!(api::autoscaling::v1::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS, verbs: VERBS, storage: Some("v2")),
+    // autoscaling/v2beta2: removed upstream in 1.26, served here (last, so never
+    // preferred) for the seed article's `kubectl explain … --api-version=autoscaling/v2beta2`.
+    HPA_V2BETA2,
     // batch/v1
     resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS),
     resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
@@ -304,7 +356,8 @@ mod tests {
             .into_iter()
             .find(|g| g.name == "autoscaling")
             .unwrap();
-        assert_eq!(g.versions, vec!["v2", "v1"]);
+        // v2beta2 is last, as upstream 1.25 listed it (v2, v1, v2beta2).
+        assert_eq!(g.versions, vec!["v2", "v1", "v2beta2"]);
     }
 
     #[test]

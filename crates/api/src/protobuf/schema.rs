@@ -106,6 +106,12 @@ pub fn message_for_kind(api_version: &str, kind: &str) -> Option<&'static Messag
         Some((g, v)) => (g, v),
         None => ("", api_version),
     };
+    // autoscaling/v2beta2 (served for the seed article) has v2's field numbers.
+    let version = if (group, version) == ("autoscaling", "v2beta2") {
+        "v2"
+    } else {
+        version
+    };
     let exact = KINDS
         .iter()
         .find(|(g, v, k, _)| *g == group && *v == version && *k == kind);
@@ -115,4 +121,12 @@ pub fn message_for_kind(api_version: &str, kind: &str) -> Option<&'static Messag
             .find(|(g, v, k, _)| *g == "meta.k8s.io" && *v == "v1" && *k == kind)
     };
     exact.or_else(meta).map(|&(_, _, _, i)| message(i))
+}
+
+/// A message by its full proto name (`k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent`).
+pub fn message_by_name(name: &str) -> Option<&'static Message> {
+    MESSAGES
+        .binary_search_by(|m| m.name.cmp(name))
+        .ok()
+        .map(|i| &MESSAGES[i])
 }

@@ -243,6 +243,30 @@ fn shared_definitions_unite_their_kinds() {
 }
 
 #[test]
+fn hpa_v2beta2_has_its_own_definitions() {
+    let beta = def("io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscaler");
+    assert_eq!(
+        beta["x-kubernetes-group-version-kind"],
+        json!([{"group": "autoscaling", "kind": "HorizontalPodAutoscaler", "version": "v2beta2"}])
+    );
+    let v2 = def("io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler");
+    assert_eq!(
+        v2["x-kubernetes-group-version-kind"],
+        json!([{"group": "autoscaling", "kind": "HorizontalPodAutoscaler", "version": "v2"}])
+    );
+    let spec = def("io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscalerSpec");
+    assert_eq!(
+        spec["properties"]["behavior"]["$ref"],
+        "#/definitions/io.k8s.api.autoscaling.v2beta2.HorizontalPodAutoscalerBehavior"
+    );
+    assert!(
+        DOC["paths"]
+            .get("/apis/autoscaling/v2beta2/namespaces/{namespace}/horizontalpodautoscalers")
+            .is_some()
+    );
+}
+
+#[test]
 fn accept_negotiation() {
     assert!(wants_protobuf(PROTOBUF_MEDIA_TYPE));
     assert!(wants_protobuf(PROTOBUF_MEDIA_TYPE_ACCEPT));
