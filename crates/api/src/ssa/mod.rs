@@ -553,4 +553,6 @@ pub fn validate_managed_fields(obj: &Value) -> Result<(), SsaError> {
 }
 
 #[cfg(test)]
+mod cases;
+#[cfg(test)]
 mod tests;

@@ -634,6 +634,53 @@ fn validate_with_order(patch_list: &[Value], order: &[Value], merge_key: &str) -
     Ok(())
 }
 
+/// The live list as upstream's `$setElementOrder` handling sees it once the list has
+/// been merged: upstream deletes (`$patch: delete`) and appends new items in place in
+/// the live list's backing array, which the final ordering then reads as the server
+/// order (its own suite's results depend on it, e.g. "add map and delete map from
+/// merging list"). Deleting shifts later items left (the last slot keeps its old
+/// value); appending writes into the slots a deletion freed.
+fn aliased_server_order(original: &[Value], patch: &[Value], merge_key: &str) -> Vec<Value> {
+    let mut backing = original.to_vec();
+    let cap = backing.len();
+    let mut len = cap;
+    let key_of = |v: &Value| v.get(merge_key).cloned();
+    let mut replace = false;
+    let mut rest = Vec::new();
+    for item in patch {
+        match item.get(DIRECTIVE).and_then(Value::as_str) {
+            Some("delete") => {
+                let Some(key) = key_of(item) else { continue };
+                while let Some(k) = backing[..len]
+                    .iter()
+                    .position(|o| key_of(o).as_ref() == Some(&key))
+                {
+                    for i in k..len - 1 {
+                        backing[i] = backing[i + 1].clone();
+                    }
+                    len -= 1;
+                }
+            }
+            Some("replace") => replace = true,
+            Some(_) => {}
+            None => rest.push(item),
+        }
+    }
+    if !replace {
+        for item in rest {
+            let key = key_of(item);
+            if backing[..len.min(cap)].iter().any(|o| key_of(o) == key) {
+                continue;
+            }
+            if len < cap {
+                backing[len] = item.clone();
+            }
+            len += 1;
+        }
+    }
+    backing
+}
+
 fn merge_set_element_order(
     original: &mut Map<String, Value>,
     patch: &mut Map<String, Value>,
@@ -690,13 +737,27 @@ fn merge_set_element_order(
             continue;
         };
         let (patch_items, server_only) = partition(merged, &order, merge_key, kind)?;
-        let both =
-            normalize_element_order(patch_items, server_only, &order, &orig, merge_key, kind)?;
+        let server_order = match &patch_list {
+            Some(p) if kind == ElemKind::Map && strategy == "merge" && !merge_key.is_empty() => {
+                aliased_server_order(&orig, p, merge_key)
+            }
+            _ => orig.clone(),
+        };
+        let both = normalize_element_order(
+            patch_items,
+            server_only,
+            &order,
+            &server_order,
+            merge_key,
+            kind,
+        )?;
         original.insert(field_name.clone(), Value::Array(both));
         patch.shift_remove(&field_name);
     }
     Ok(())
 }
 
+#[cfg(test)]
+mod cases;
 #[cfg(test)]
 mod tests;
