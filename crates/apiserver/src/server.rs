@@ -20,7 +20,7 @@ use tracing::{debug, warn};
 use crate::decode;
 use crate::discovery;
 use crate::metrics::{Metrics, RequestLabels};
-use crate::negotiate::{self, Include, Shape};
+use crate::negotiate::{self, Format, Include, Output, Shape};
 use crate::request::{self, Query, ResourcePath, Target};
 use crate::rest::{Reply, Rest};
 use crate::status::{ApiError, ApiResult};
@@ -67,17 +67,52 @@ fn json_response(code: u16, content_type: &str, v: &Value, warnings: &[String]) 
         content_type,
         body,
     );
+    add_warnings(&mut resp, warnings);
+    resp
+}
+
+/// A body in the negotiated encoding: protobuf (`k8s\0` + `runtime.Unknown`) or JSON.
+/// An object the protobuf table cannot write (none of the served kinds) falls back
+/// to JSON, which a client that also accepts JSON decodes by Content-Type.
+fn body_response(code: u16, out: Output, v: &Value, warnings: &[String]) -> Response<Body> {
+    if out.format == Format::Protobuf {
+        match berth_api::protobuf::encode(v) {
+            Ok(bytes) => {
+                let mut resp = full(
+                    StatusCode::from_u16(code).unwrap_or(StatusCode::OK),
+                    &negotiate::output_content_type(out),
+                    bytes,
+                );
+                add_warnings(&mut resp, warnings);
+                return resp;
+            }
+            Err(e) => warn!(error = %e, "protobuf encoding failed; answering JSON"),
+        }
+    }
+    let json = Output {
+        format: Format::Json,
+        ..out
+    };
+    json_response(code, &negotiate::output_content_type(json), v, warnings)
+}
+
+fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
     for w in warnings {
         let text = format!("299 - \"{}\"", w.replace('"', "\\\""));
         if let Ok(h) = header::HeaderValue::from_str(&text) {
             resp.headers_mut().append(header::WARNING, h);
         }
     }
-    resp
 }
 
-fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(e.code, "application/json", &e.to_status(), &[])
+/// An error as a meta/v1 Status, in protobuf when the client's Accept (without
+/// conversions, as upstream's ErrorNegotiated) picks protobuf.
+fn error_response(e: &ApiError, accept: &str) -> Response<Body> {
+    let out = Output {
+        format: negotiate::error_format(accept),
+        shape: Shape::Object,
+    };
+    body_response(e.code, out, &e.to_status(), &[])
 }
 
 fn authenticate(state: &State, auth: &ConnAuth, req: &Request<Incoming>) -> Option<User> {
@@ -132,12 +167,13 @@ pub async fn handle(
         code: String::new(),
     };
     let user = authenticate(&state, &auth, &req);
+    let accept = header_str(&req, header::ACCEPT);
     let resp = if user.is_none() && !is_public(&path) {
-        error_response(&ApiError::unauthorized())
+        error_response(&ApiError::unauthorized(), &accept)
     } else {
         match route(&state, req, &mut labels).await {
             Ok(r) => r,
-            Err(e) => error_response(&e),
+            Err(e) => error_response(&e, &accept),
         }
     };
     labels.code = resp.status().as_u16().to_string();
@@ -287,17 +323,28 @@ async fn route(
     let content_type = header_str(&req, header::CONTENT_TYPE);
     let is_watch = rp.legacy_watch || q.flag("watch");
     labels.verb = verb_name(&method, &rp, is_watch).to_string();
-    let shape = negotiate::shape(&accept)?;
+    let out = negotiate::negotiate(&accept, negotiate::protobuf_ok(rp.rt))?;
+    let shape = out.shape;
+    // Replies to writes are the object itself, in the negotiated encoding.
+    let reply_out = Output {
+        format: out.format,
+        shape: Shape::Object,
+    };
     let include = Include::parse(q.get("includeObject"))?;
     match method {
         Method::GET if is_watch => {
-            let rx =
-                watch::start(&state.rest, &rp, &q, watch::WatchParams { shape, include }).await?;
+            let params = watch::WatchParams {
+                shape,
+                include,
+                format: out.format,
+            };
+            let rx = watch::start(&state.rest, &rp, &q, params).await?;
             let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
                 .map(|b| Ok::<_, Infallible>(Frame::data(b)));
-            let ct = match shape {
-                Shape::Object => "application/json".to_string(),
-                other => negotiate::content_type(other),
+            let ct = match (out.format, shape) {
+                (Format::Protobuf, _) => berth_api::protobuf::WATCH_CONTENT_TYPE.to_string(),
+                (Format::Json, Shape::Object) => "application/json".to_string(),
+                (Format::Json, other) => negotiate::content_type(other),
             };
             Ok(Response::builder()
                 .status(StatusCode::OK)
@@ -323,21 +370,19 @@ async fn route(
             } else {
                 negotiate::shape_object(rp.rt, obj, shape, include, true)
             };
-            Ok(json_response(
-                200,
-                &negotiate::content_type(shape),
-                &body,
-                &[],
-            ))
+            Ok(body_response(200, out, &body, &[]))
         }
         Method::GET => {
-            if shape == Shape::Object
+            if out == Output::JSON
                 && let Some(bytes) = state.rest.list_bytes(&rp, &q).await?
             {
                 return Ok(full(StatusCode::OK, "application/json", bytes));
             }
             let list = state.rest.list(&rp, &q).await?;
             let body = negotiate::shape_list(rp.rt, list, shape, include);
+            if out.format == Format::Protobuf {
+                return Ok(body_response(200, out, &body, &[]));
+            }
             let ct = match shape {
                 Shape::Metadata { version } => format!(
                     "application/json;as=PartialObjectMetadataList;v={version};g=meta.k8s.io"
@@ -354,17 +399,21 @@ async fn route(
                 Some(_) => return Err(ApiError::method_not_allowed()),
                 None => state.rest.create(&rp, value, &q).await?,
             };
-            Ok(reply_response(reply))
+            Ok(reply_response(reply, reply_out))
         }
         Method::PUT => {
             let body = read_body(req).await?;
             let value = decode::parse(&content_type, &body)?;
-            Ok(reply_response(state.rest.update(&rp, value, &q).await?))
+            Ok(reply_response(
+                state.rest.update(&rp, value, &q).await?,
+                reply_out,
+            ))
         }
         Method::PATCH => {
             let body = read_body(req).await?;
             Ok(reply_response(
                 state.rest.patch(&rp, &content_type, &body, &q).await?,
+                reply_out,
             ))
         }
         Method::DELETE => {
@@ -379,14 +428,14 @@ async fn route(
             } else {
                 state.rest.delete_collection(&rp, value, &q).await?
             };
-            Ok(reply_response(reply))
+            Ok(reply_response(reply, reply_out))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
 }
 
-fn reply_response(r: Reply) -> Response<Body> {
-    json_response(r.code, "application/json", &r.body, &r.warnings)
+fn reply_response(r: Reply, out: Output) -> Response<Body> {
+    body_response(r.code, out, &r.body, &r.warnings)
 }
 
 fn verb_name(method: &Method, rp: &ResourcePath, watch: bool) -> &'static str {

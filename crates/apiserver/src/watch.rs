@@ -1,17 +1,21 @@
 //! Watch: a chunked stream of `{"type": …, "object": …}` lines, one per change,
 //! filtered by selectors with upstream's transitions (an object that stops
 //! matching is DELETED for this watcher, one that starts matching is ADDED).
+//! In protobuf (`application/vnd.kubernetes.protobuf;stream=watch`) each event is
+//! a 4-byte big-endian length and a raw meta/v1 `WatchEvent` whose object is the
+//! object's `k8s\0` envelope, as upstream's length-delimited raw stream serializer.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tracing::warn;
 
 use crate::watchcache::{CacheError, CachedEvent, Stored};
 use berth_api::registry::ResourceType;
 
-use crate::negotiate::{self, Include, Shape};
+use crate::negotiate::{self, Format, Include, Shape};
 use crate::objects;
 use crate::request::{Query, ResourcePath};
 use crate::rest::{Rest, Selectors};
@@ -25,12 +29,14 @@ const MIN_REQUEST_TIMEOUT: u64 = 1800;
 pub struct WatchParams {
     pub shape: Shape,
     pub include: Include,
+    pub format: Format,
 }
 
 struct Emitter {
     rt: &'static ResourceType,
     shape: Shape,
     include: Include,
+    format: Format,
     tx: mpsc::Sender<Bytes>,
     sent_columns: bool,
 }
@@ -44,10 +50,23 @@ impl Emitter {
             self.sent_columns = true;
             negotiate::shape_object(self.rt, obj, self.shape, self.include, with_columns)
         };
-        let mut line =
-            serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-        line.push(b'\n');
-        self.tx.send(Bytes::from(line)).await.is_ok()
+        let chunk = match self.format {
+            Format::Json => {
+                let mut line = serde_json::to_vec(&json!({"type": kind, "object": object}))
+                    .unwrap_or_default();
+                line.push(b'\n');
+                line
+            }
+            Format::Protobuf => match berth_api::protobuf::encode_watch_frame(kind, &object) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    // End the watch: the client relists rather than missing an event.
+                    warn!(error = %e, kind, "protobuf encoding of a watch event failed");
+                    return false;
+                }
+            },
+        };
+        self.tx.send(Bytes::from(chunk)).await.is_ok()
     }
 }
 
@@ -98,6 +117,7 @@ pub async fn start(
         rt,
         shape: params.shape,
         include: params.include,
+        format: params.format,
         tx,
         sent_columns: false,
     };
@@ -212,6 +232,7 @@ fn watch_error_stream(
         rt,
         shape: params.shape,
         include: params.include,
+        format: params.format,
         tx,
         sent_columns: false,
     };
@@ -230,5 +251,74 @@ fn cache_error(e: CacheError) -> Value {
             ApiError::timeout(format!("Too large resource version: {rv}")).to_status()
         }
         CacheError::Store(e) => ApiError::from(e).to_status(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_api::protobuf::{
+        self, MAGIC, ProtobufError, decode_watch_event, encode_watch_event, encode_watch_frame,
+        split_watch_frames,
+    };
+    use serde_json::json;
+
+    #[test]
+    fn protobuf_watch_frames_hold_raw_events_around_envelopes() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default", "resourceVersion": "7"},
+            "data": {"a": "b"}});
+        let event = encode_watch_event("ADDED", &cm).unwrap();
+        // A raw WatchEvent (no magic): field 1 the type, field 2 a RawExtension whose
+        // bytes are the object's whole envelope.
+        assert!(!event.starts_with(MAGIC));
+        assert_eq!(&event[..7], b"\x0a\x05ADDED");
+        let envelope = protobuf::encode(&cm).unwrap();
+        assert!(
+            event
+                .windows(envelope.len())
+                .any(|w| w == envelope.as_slice())
+        );
+        let (kind, obj) = decode_watch_event(&event).unwrap();
+        assert_eq!(kind, "ADDED");
+        assert_eq!(obj, cm);
+
+        let frame = encode_watch_frame("DELETED", &cm).unwrap();
+        assert_eq!(
+            u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize,
+            frame.len() - 4
+        );
+        let mut body = frame.clone();
+        body.extend_from_slice(&encode_watch_frame("MODIFIED", &cm).unwrap());
+        let frames = split_watch_frames(&body).unwrap();
+        assert_eq!(frames.len(), 2);
+        assert_eq!(frames[0], &frame[4..]);
+        assert_eq!(decode_watch_event(frames[1]).unwrap().0, "MODIFIED");
+        assert_eq!(
+            split_watch_frames(&body[..body.len() - 1]).unwrap_err(),
+            ProtobufError::Truncated
+        );
+    }
+
+    #[test]
+    fn status_and_list_kinds_encode() {
+        let status = json!({"apiVersion": "v1", "kind": "Status", "metadata": {},
+            "status": "Failure", "message": "deployments.apps \"x\" not found",
+            "reason": "NotFound",
+            "details": {"name": "x", "group": "apps", "kind": "deployments"},
+            "code": 404});
+        let back = protobuf::decode(&protobuf::encode(&status).unwrap()).unwrap();
+        assert_eq!(back, status);
+        let list = json!({"apiVersion": "apps/v1", "kind": "DeploymentList",
+            "metadata": {"resourceVersion": "12"},
+            "items": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"}}]});
+        let back = protobuf::decode(&protobuf::encode(&list).unwrap()).unwrap();
+        assert_eq!(back["metadata"]["resourceVersion"], "12");
+        assert_eq!(back["items"][0]["metadata"]["name"], "a");
+        let pom = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+            "metadata": {"resourceVersion": "3"},
+            "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                "metadata": {"name": "a", "labels": {"x": "y"}}}]});
+        let back = protobuf::decode(&protobuf::encode(&pom).unwrap()).unwrap();
+        assert_eq!(back["items"][0]["metadata"]["labels"]["x"], "y");
     }
 }

@@ -14,6 +14,7 @@ mod encode;
 mod omitempty;
 pub mod schema;
 mod table;
+mod watch;
 mod wire;
 
 #[cfg(test)]
@@ -22,11 +23,14 @@ mod tests;
 pub use decode::decode;
 pub use encode::encode;
 pub use omitempty::omit_empty;
+pub use watch::{decode_watch_event, encode_watch_event, encode_watch_frame, split_watch_frames};
 
 /// The magic prefix of every Kubernetes protobuf body.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
 /// The media type of Kubernetes protobuf bodies.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a protobuf watch stream (length-prefixed raw `WatchEvent`s).
+pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 /// Why a body could not be converted.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
