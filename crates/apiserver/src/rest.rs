@@ -945,7 +945,10 @@ impl Rest {
             if immediate {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => {
-                        let body = if rt.kind == "Pod" {
+                        // Some resources answer with the deleted object, the rest with a Status (upstream's ReturnDeletedObject).
+                        let body = if berth_api::openapi::RETURNS_DELETED_OBJECT
+                            .contains(&(rt.group, rt.plural))
+                        {
                             self.to_version(rt, cur)
                         } else {
                             success_status(rt, &name, &cur)
