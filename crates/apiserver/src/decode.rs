@@ -38,6 +38,118 @@ pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Value> {
     }
 }
 
+/// Fields a JSON body names twice in one object (`spec.replicas`), which a plain
+/// parse silently resolves to the last value. YAML and protobuf bodies give none here.
+pub fn duplicate_fields(content_type: &str, body: &[u8]) -> Vec<String> {
+    let ct = content_type.split(';').next().unwrap_or("").trim();
+    if ct == "application/vnd.kubernetes.protobuf" || ct == "application/yaml" {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    // A body that is not JSON fails later with a clear parse error.
+    let _ = serde::de::DeserializeSeed::deserialize(
+        Dups {
+            path: String::new(),
+            out: &mut out,
+        },
+        &mut de,
+    );
+    out
+}
+
+struct Dups<'a> {
+    path: String,
+    out: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Dups<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Dups<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(Dups {
+                path: format!("{}[{i}]", self.path),
+                out: &mut *self.out,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                self.out.push(path.clone());
+            }
+            map.next_value_seed(Dups {
+                path,
+                out: &mut *self.out,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Applies `fieldValidation` to duplicate fields: an error (Strict) or warnings (Warn).
+pub fn check_duplicates(
+    rt: &ResourceType,
+    dups: &[String],
+    validation: FieldValidation,
+) -> ApiResult<Vec<String>> {
+    let list: Vec<String> = dups
+        .iter()
+        .map(|f| format!("duplicate field \"{f}\""))
+        .collect();
+    match validation {
+        _ if list.is_empty() => Ok(Vec::new()),
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+            rt.kind,
+            rt.version,
+            rt.kind,
+            list.join(", ")
+        ))),
+        FieldValidation::Warn => Ok(list),
+        FieldValidation::Ignore => Ok(Vec::new()),
+    }
+}
+
 /// `fieldValidation`: what to do with unknown or duplicate fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FieldValidation {
@@ -239,6 +351,30 @@ mod tests {
         assert!(
             err.message
                 .starts_with("Deployment in version \"v1\" cannot be handled as a Deployment")
+        );
+    }
+
+    #[test]
+    fn duplicate_fields_with_their_paths() {
+        let body = br#"{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"name":"c","image":"x","image":"y"}]}}"#;
+        assert_eq!(
+            duplicate_fields("application/json", body),
+            ["metadata.name", "spec.containers[0].image"]
+        );
+        assert!(duplicate_fields("application/json", br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
+        assert!(duplicate_fields("application/json", b"{nope").is_empty());
+        let err = check_duplicates(deploy(), &["spec.replicas".into()], FieldValidation::Strict)
+            .err()
+            .unwrap();
+        assert!(
+            err.message
+                .ends_with(r#"strict decoding error: duplicate field "spec.replicas""#),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            check_duplicates(deploy(), &["x".into()], FieldValidation::Warn).unwrap(),
+            [r#"duplicate field "x""#]
         );
     }
 

@@ -393,28 +393,35 @@ async fn route(
         }
         Method::POST => {
             let body = read_body(req).await?;
+            let duplicates = duplicates(&rp, &content_type, &body, &q)?;
             let value = decode::parse(&content_type, &body)?;
-            let reply = match rp.subresource.as_deref() {
+            let mut reply = match rp.subresource.as_deref() {
                 Some("binding") => state.rest.bind(&rp, value).await?,
                 Some(_) => return Err(ApiError::method_not_allowed()),
                 None => state.rest.create(&rp, value, &q).await?,
             };
+            reply.warnings.extend(duplicates);
             Ok(reply_response(reply, reply_out))
         }
         Method::PUT => {
             let body = read_body(req).await?;
+            let duplicates = duplicates(&rp, &content_type, &body, &q)?;
             let value = decode::parse(&content_type, &body)?;
-            Ok(reply_response(
-                state.rest.update(&rp, value, &q).await?,
-                reply_out,
-            ))
+            let mut reply = state.rest.update(&rp, value, &q).await?;
+            reply.warnings.extend(duplicates);
+            Ok(reply_response(reply, reply_out))
         }
         Method::PATCH => {
             let body = read_body(req).await?;
-            Ok(reply_response(
-                state.rest.patch(&rp, &content_type, &body, &q).await?,
-                reply_out,
-            ))
+            // Only an applied configuration is an object whose fields can repeat.
+            let duplicates = if content_type.starts_with("application/apply-patch+yaml") {
+                duplicates(&rp, &content_type, &body, &q)?
+            } else {
+                Vec::new()
+            };
+            let mut reply = state.rest.patch(&rp, &content_type, &body, &q).await?;
+            reply.warnings.extend(duplicates);
+            Ok(reply_response(reply, reply_out))
         }
         Method::DELETE => {
             let body = read_body(req).await?;
@@ -436,6 +443,21 @@ async fn route(
 
 fn reply_response(r: Reply, out: Output) -> Response<Body> {
     body_response(r.code, out, &r.body, &r.warnings)
+}
+
+/// Duplicate fields in a write's body, per `fieldValidation`: 400 or warnings.
+fn duplicates(
+    rp: &ResourcePath,
+    content_type: &str,
+    body: &[u8],
+    q: &Query,
+) -> ApiResult<Vec<String>> {
+    let validation = decode::FieldValidation::parse(q.get("fieldValidation"))?;
+    decode::check_duplicates(
+        rp.rt,
+        &decode::duplicate_fields(content_type, body),
+        validation,
+    )
 }
 
 fn verb_name(method: &Method, rp: &ResourcePath, watch: bool) -> &'static str {

@@ -319,6 +319,14 @@ fn bad_input_gets_clear_errors() {
         ),
         (
             "POST",
+            "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+            "application/json",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","name":"y"}}"#,
+            400,
+            "strict decoding error: duplicate field \"metadata.name\"",
+        ),
+        (
+            "POST",
             "/api/v1/namespaces/nope/configmaps",
             "application/json",
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#,
