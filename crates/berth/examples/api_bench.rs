@@ -5,15 +5,11 @@
 //! cargo build --release -p berth && cargo run --release -p berth --example api_bench
 //! (BERTH_BENCH_PODS=N changes the 10,000; --datastore-endpoint URL may follow `--`.)
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 fn pod(name: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
@@ -73,54 +69,17 @@ async fn create_concurrently(
     Ok(())
 }
 
+mod bench_common;
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let total: usize = std::env::var("BERTH_BENCH_PODS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let extra: Vec<String> = std::env::args().skip(1).collect();
-    let exe = std::env::current_exe()?;
-    let bin: PathBuf = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("berth"))
-        .expect("target dir");
-    let data_dir = std::env::temp_dir().join(format!("berth-api-bench-{}", std::process::id()));
-    let mut child = Command::new(&bin)
-        .args([
-            "server",
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            "0",
-            "--data-dir",
-        ])
-        .arg(&data_dir)
-        .args(&extra)
-        .env("BERTH_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut kubeconfig = PathBuf::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            anyhow::bail!("server exited");
-        }
-        if let Some(p) = line.trim().strip_prefix("Wrote kubeconfig ") {
-            kubeconfig = PathBuf::from(p);
-        }
-        if line.starts_with("API server at ") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in reader.lines() {});
-    let pid = child.id();
-    let kc = Kubeconfig::read_from(&kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-    let client = kube::Client::try_from(config)?;
+    let server = bench_common::BenchServer::start("api-bench").await?;
+    let pid = server.child.id();
+    let client = server.client.clone();
     let pods: Api<Pod> = Api::namespaced(client, "default");
     pods.list(&ListParams::default().limit(1)).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -208,8 +167,6 @@ async fn main() -> anyhow::Result<()> {
         "| server RSS holding {total} pods | {:.1} MiB |",
         full_rss as f64 / 1024.0
     );
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&data_dir);
+    drop(server);
     Ok(())
 }

@@ -7,16 +7,12 @@
 //! cargo build --release -p berth --bins --examples && ./target/release/examples/apply_bench
 //! (BERTH_BENCH_APPLIES=N changes the 1,000; --datastore-endpoint URL may follow `--`.)
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 
 const CONCURRENCY: usize = 8;
@@ -143,53 +139,16 @@ async fn concurrently(
     Ok((rate, lat))
 }
 
+mod bench_common;
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let total: usize = std::env::var("BERTH_BENCH_APPLIES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000);
-    let extra: Vec<String> = std::env::args().skip(1).collect();
-    let exe = std::env::current_exe()?;
-    let bin: PathBuf = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("berth"))
-        .expect("target dir");
-    let data_dir = std::env::temp_dir().join(format!("berth-apply-bench-{}", std::process::id()));
-    let mut child = Command::new(&bin)
-        .args([
-            "server",
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            "0",
-            "--data-dir",
-        ])
-        .arg(&data_dir)
-        .args(&extra)
-        .env("BERTH_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut kubeconfig = PathBuf::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            anyhow::bail!("server exited");
-        }
-        if let Some(p) = line.trim().strip_prefix("Wrote kubeconfig ") {
-            kubeconfig = PathBuf::from(p);
-        }
-        if line.starts_with("API server at ") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in reader.lines() {});
-    let kc = Kubeconfig::read_from(&kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-    let client = kube::Client::try_from(config)?;
+    let server = bench_common::BenchServer::start("apply-bench").await?;
+    let client = server.client.clone();
     let api: Api<Deployment> = Api::namespaced(client, "default");
     api.list(&ListParams::default().limit(1)).await?;
 
@@ -296,8 +255,6 @@ async fn main() -> anyhow::Result<()> {
             ms(percentile(lat, 0.99))
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&data_dir);
+    drop(server);
     Ok(())
 }

@@ -1,0 +1,80 @@
+//! What the benchmarks share: a real `berth server` process from the same
+//! target directory, and a kube-rs client for it over HTTPS.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+pub struct BenchServer {
+    pub child: Child,
+    pub client: kube::Client,
+    data_dir: PathBuf,
+}
+
+impl BenchServer {
+    /// Starts `berth server` (extra flags from the command line) on a free port.
+    pub async fn start(tag: &str) -> anyhow::Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let extra: Vec<String> = std::env::args().skip(1).collect();
+        let exe = std::env::current_exe()?;
+        let bin: PathBuf = exe
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|p| p.join("berth"))
+            .ok_or_else(|| anyhow::anyhow!("no target dir above {}", exe.display()))?;
+        let data_dir = std::env::temp_dir().join(format!("berth-{tag}-{}", std::process::id()));
+        let mut child = Command::new(&bin)
+            .args([
+                "server",
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                "0",
+                "--data-dir",
+            ])
+            .arg(&data_dir)
+            .args(&extra)
+            .env("BERTH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let mut reader = BufReader::new(stdout);
+        let mut kubeconfig = PathBuf::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                anyhow::bail!("server exited");
+            }
+            if let Some(p) = line.trim().strip_prefix("Wrote kubeconfig ") {
+                kubeconfig = PathBuf::from(p);
+            }
+            if line.starts_with("API server at ") {
+                break;
+            }
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        let kc = Kubeconfig::read_from(&kubeconfig)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        let client = kube::Client::try_from(config)?;
+        Ok(BenchServer {
+            child,
+            client,
+            data_dir,
+        })
+    }
+}
+
+impl Drop for BenchServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
