@@ -2,7 +2,9 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+pub mod garbagecollector;
 pub mod namespace;
+pub mod serviceaccount;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -14,5 +16,9 @@ pub enum Error {
 
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client) {
-    namespace::run(client).await;
+    tokio::join!(
+        namespace::run(client.clone()),
+        garbagecollector::run(client.clone()),
+        serviceaccount::run(client),
+    );
 }
