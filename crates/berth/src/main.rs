@@ -23,6 +23,24 @@ struct Cli {
 enum Command {
     /// Run a cluster: API server and embedded store (more components join as they land).
     Server(ServerArgs),
+    /// Join a running server with simulated (hollow) nodes.
+    Sim(SimArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct SimArgs {
+    /// Kubeconfig of the server to join.
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: PathBuf,
+    /// How many nodes to simulate.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Node name prefix; nodes are <prefix><index>.
+    #[arg(long, default_value = "sim-node-")]
+    name_prefix: String,
+    /// Index of the first node, to add nodes beside an earlier simulator's.
+    #[arg(long, default_value_t = 0)]
+    first_index: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -60,6 +78,9 @@ struct ServerArgs {
     /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
     #[arg(long, default_value_t = 300)]
     etcd_compaction_interval: u64,
+    /// Run this many simulated nodes (sim-node-0…) inside the server.
+    #[arg(long, default_value_t = 0)]
+    simulate_nodes: usize,
 }
 
 async fn server(args: ServerArgs) -> Result<()> {
@@ -113,11 +134,36 @@ async fn server(args: ServerArgs) -> Result<()> {
     let serving = tokio::spawn(api.serve(rx));
     // Components are API clients like any other, with the admin credentials.
     let client = client_from(&kubeconfig).await?;
+    if args.simulate_nodes > 0 {
+        start_simulator(client.clone(), args.simulate_nodes, "sim-node-".into(), 0);
+    }
     tokio::spawn(berth_controllers::run_all(client));
     shutdown_signal().await;
     info!("shutting down");
     let _ = tx.send(true);
     let _ = serving.await;
+    Ok(())
+}
+
+fn start_simulator(client: kube::Client, count: usize, name_prefix: String, first_index: usize) {
+    let cfg = berth_kubelet::sim::SimConfig {
+        count,
+        name_prefix,
+        first_index,
+        ..Default::default()
+    };
+    tokio::spawn(async move {
+        if let Err(e) = berth_kubelet::sim::Simulator::run(client, cfg).await {
+            tracing::error!(error = %e, "node simulator stopped");
+        }
+    });
+}
+
+async fn sim(args: SimArgs) -> Result<()> {
+    let client = client_from(&args.kubeconfig).await?;
+    start_simulator(client, args.nodes, args.name_prefix, args.first_index);
+    println!("Simulating {} nodes", args.nodes);
+    shutdown_signal().await;
     Ok(())
 }
 
@@ -164,5 +210,6 @@ fn main() -> Result<()> {
         .build()?;
     match cli.command {
         Command::Server(args) => rt.block_on(server(args)),
+        Command::Sim(args) => rt.block_on(sim(args)),
     }
 }

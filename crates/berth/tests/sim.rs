@@ -1,0 +1,189 @@
+//! The built-in node simulator (`berth server --simulate-nodes N`) seen through
+//! real kubectl: Ready nodes, renewing Leases, and the simulated pod lifecycle.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn pod_json(s: &common::Server, name: &str) -> Option<Value> {
+    let (code, v) = s.request(
+        "GET",
+        &format!("/api/v1/namespaces/default/pods/{name}"),
+        "",
+        None,
+    );
+    (code == 200).then_some(v)
+}
+
+fn pod_yaml(name: &str, node: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{annotations}}}\nspec:\n  nodeName: {node}\n  containers:\n  - name: app\n    image: nginx:1.27\n"
+    )
+}
+
+#[test]
+fn simulated_nodes_leases_and_pod_lifecycle() {
+    let s = common::Server::start_with(common::temp_dir("sim"), &["--simulate-nodes", "3"]);
+
+    // Three Ready nodes, with upstream's columns.
+    let out = wait_for("3 Ready nodes", Duration::from_secs(30), || {
+        let out = s.k(&["get", "nodes"]);
+        (out.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+            .count()
+            == 3)
+            .then_some(out)
+    });
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+        "{out}"
+    );
+    for i in 0..3 {
+        assert!(out.contains(&format!("sim-node-{i} ")), "{out}");
+    }
+    let (_, node) = s.request("GET", "/api/v1/nodes/sim-node-0", "", None);
+    assert_eq!(
+        node["metadata"]["labels"]["kubernetes.io/hostname"],
+        "sim-node-0"
+    );
+    assert_eq!(node["metadata"]["labels"]["kubernetes.io/os"], "linux");
+    assert_eq!(node["status"]["allocatable"]["cpu"], "4");
+    assert_eq!(node["status"]["allocatable"]["memory"], "16284Mi");
+    assert_eq!(node["spec"]["podCIDR"], "10.42.0.0/24");
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned())
+        .unwrap_or_default();
+    assert_eq!(ready["reason"], "KubeletReady");
+    assert_eq!(ready["message"], "kubelet is posting ready status");
+
+    // Leases in kube-node-lease.
+    let leases = wait_for("3 leases", Duration::from_secs(30), || {
+        let out = s.k(&["get", "leases", "-n", "kube-node-lease", "-o", "json"]);
+        let v: Value = serde_json::from_str(&out).ok()?;
+        let items = v["items"].as_array()?.clone();
+        (items.len() == 3).then_some(items)
+    });
+    let first_renew = leases
+        .iter()
+        .find(|l| l["metadata"]["name"] == "sim-node-0")
+        .map(|l| l["spec"]["renewTime"].clone())
+        .unwrap_or_default();
+    assert_eq!(leases[0]["spec"]["leaseDurationSeconds"], 40);
+    assert!(first_renew.is_string(), "{leases:?}");
+
+    // A pod bound to sim-node-0 becomes Running and Ready with an IP from its /24.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&pod_yaml("web", "sim-node-0", "")),
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let pod = wait_for("web Running", Duration::from_secs(30), || {
+        pod_json(&s, "web").filter(|p| p["status"]["phase"] == "Running")
+    });
+    let ip = pod["status"]["podIP"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(ip.starts_with("10.42.0."), "{pod}");
+    for t in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+        "PodScheduled",
+    ] {
+        let c = pod["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == t).cloned())
+            .unwrap_or_default();
+        assert_eq!(c["status"], "True", "{t}: {pod}");
+        assert!(c["lastTransitionTime"].is_string(), "{t}: {pod}");
+    }
+    assert!(pod["status"]["startTime"].is_string());
+    assert_eq!(pod["status"]["containerStatuses"][0]["ready"], true);
+    assert!(pod["status"]["containerStatuses"][0]["state"]["running"].is_object());
+    let wide = s.k(&["get", "pod", "web", "-o", "wide"]);
+    assert!(
+        wide.contains("1/1") && wide.contains("Running") && wide.contains(&ip),
+        "{wide}"
+    );
+
+    // Graceful delete completes: the node confirms with grace 0.
+    let started = Instant::now();
+    s.k(&["delete", "pod", "web", "--timeout=30s"]);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(pod_json(&s, "web").is_none());
+
+    // A pod annotated to fail ends Failed with exit code 1.
+    s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&pod_yaml(
+            "boom",
+            "sim-node-1",
+            "sim.berth.dev/fail: \"true\"",
+        )),
+    );
+    let pod = wait_for("boom Failed", Duration::from_secs(30), || {
+        pod_json(&s, "boom").filter(|p| p["status"]["phase"] == "Failed")
+    });
+    let term = &pod["status"]["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(term["exitCode"], 1, "{pod}");
+    assert_eq!(term["reason"], "Error", "{pod}");
+    assert!(
+        pod["status"]["podIP"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("10.42.1.")
+    );
+
+    // Leases renew (every 10 s).
+    wait_for("lease renewal", Duration::from_secs(30), || {
+        let (_, l) = s.request(
+            "GET",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/sim-node-0",
+            "",
+            None,
+        );
+        (l["spec"]["renewTime"] != first_renew).then_some(())
+    });
+}
+
+#[test]
+fn fifty_simulated_nodes() {
+    let s = common::Server::start_with(common::temp_dir("sim50"), &["--simulate-nodes", "50"]);
+    wait_for("50 Ready nodes", Duration::from_secs(60), || {
+        let out = s.k(&["get", "nodes", "--no-headers"]);
+        (out.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+            .count()
+            == 50)
+            .then_some(())
+    });
+    wait_for("50 leases", Duration::from_secs(60), || {
+        let out = s.k(&["get", "leases", "-n", "kube-node-lease", "--no-headers"]);
+        (out.lines().count() == 50).then_some(())
+    });
+    let (_, node) = s.request("GET", "/api/v1/nodes/sim-node-49", "", None);
+    assert_eq!(node["spec"]["podCIDR"], "10.42.49.0/24");
+}

@@ -1,0 +1,28 @@
+//! Berth's node agent library.
+//!
+//! `node` is the Node object as a kubelet registers and maintains it (capacity,
+//! allocatable, labels, conditions, Lease heartbeats); the real node agent and the
+//! simulator in `sim` both use it. Everything here talks to the cluster only
+//! through the API server (kube-rs), as upstream's kubelet does.
+
+pub mod node;
+pub mod sim;
+
+/// Errors from the node library and the simulator.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("API request failed: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("invalid quantity {value:?} for {what}: {source}")]
+    Quantity {
+        what: String,
+        value: String,
+        source: berth_api::quantity::QuantityError,
+    },
+    #[error("invalid eviction threshold {0:?}")]
+    Eviction(String),
+    #[error("encoding failed: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,490 @@
+//! The simulated pod lifecycle: one watch on all pods, filtered by the simulator's
+//! node names (a field-selector watch per node would be thousands of watches).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tracing::{debug, warn};
+
+use super::{FAIL_ANNOTATION, SimConfig};
+use crate::Result;
+
+/// Pod API writes in flight at once, so a burst of pods cannot flood the server.
+const MAX_IN_FLIGHT: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Starting,
+    Settled,
+    Deleting,
+}
+
+struct Tracked {
+    node: String,
+    ip: Option<u8>,
+    stage: Stage,
+}
+
+pub(super) struct PodDriver {
+    client: Client,
+    cfg: SimConfig,
+    names: Arc<HashSet<String>>,
+    /// node → (pod /24 prefix, node IP).
+    subnets: HashMap<String, (String, String)>,
+    used_ips: HashMap<String, BTreeSet<u8>>,
+    pods: HashMap<String, Tracked>,
+    permits: Arc<Semaphore>,
+}
+
+impl PodDriver {
+    pub(super) fn new(
+        client: Client,
+        cfg: SimConfig,
+        names: Arc<HashSet<String>>,
+        subnets: HashMap<String, (String, String)>,
+    ) -> Self {
+        PodDriver {
+            client,
+            cfg,
+            names,
+            subnets,
+            used_ips: HashMap::new(),
+            pods: HashMap::new(),
+            permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        }
+    }
+
+    pub(super) async fn run(mut self) -> Result<()> {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let mut events = watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        let mut seen: HashSet<String> = HashSet::new();
+        loop {
+            match events.try_next().await {
+                Ok(Some(Event::Apply(p))) => self.on_pod(p),
+                Ok(Some(Event::InitApply(p))) => {
+                    if let Some(uid) = p.metadata.uid.clone() {
+                        seen.insert(uid);
+                    }
+                    self.on_pod(p)
+                }
+                Ok(Some(Event::Delete(p))) => {
+                    if let Some(uid) = p.metadata.uid.as_deref() {
+                        self.forget(uid);
+                    }
+                }
+                Ok(Some(Event::Init)) => seen.clear(),
+                // A relist: pods deleted while the watch was down get no Delete event.
+                Ok(Some(Event::InitDone)) => {
+                    let gone: Vec<String> = self
+                        .pods
+                        .keys()
+                        .filter(|u| !seen.contains(*u))
+                        .cloned()
+                        .collect();
+                    for uid in gone {
+                        self.forget(&uid);
+                    }
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => warn!(error = %e, "pod watch failed; retrying"),
+            }
+        }
+    }
+
+    fn forget(&mut self, uid: &str) {
+        if let Some(t) = self.pods.remove(uid)
+            && let Some(ip) = t.ip
+            && let Some(set) = self.used_ips.get_mut(&t.node)
+        {
+            set.remove(&ip);
+        }
+    }
+
+    fn allocate_ip(&mut self, node: &str) -> Option<u8> {
+        let used = self.used_ips.entry(node.to_string()).or_default();
+        // .1 is the bridge's gateway in a real /24.
+        let ip = (2..=254u8).find(|i| !used.contains(i))?;
+        used.insert(ip);
+        Some(ip)
+    }
+
+    fn on_pod(&mut self, pod: Pod) {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            return;
+        };
+        if !self.names.contains(&node) {
+            return;
+        }
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        let phase = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        if !self.pods.contains_key(&uid) {
+            // A pod already started (by an earlier simulator run) keeps its IP.
+            let existing = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.pod_ip.as_deref())
+                .and_then(|ip| ip.rsplit('.').next())
+                .and_then(|o| o.parse::<u8>().ok());
+            let ip = match existing {
+                Some(o) => {
+                    self.used_ips.entry(node.clone()).or_default().insert(o);
+                    Some(o)
+                }
+                None if phase == "Succeeded" || phase == "Failed" => None,
+                None => self.allocate_ip(&node),
+            };
+            let stage = if phase == "Pending" || phase.is_empty() {
+                Stage::Starting
+            } else {
+                Stage::Settled
+            };
+            self.pods.insert(
+                uid.clone(),
+                Tracked {
+                    node: node.clone(),
+                    ip,
+                    stage,
+                },
+            );
+            if stage == Stage::Starting {
+                self.spawn_start(&pod, &node, ip);
+            }
+        }
+        if pod.metadata.deletion_timestamp.is_some()
+            && let Some(t) = self.pods.get_mut(&uid)
+            && t.stage != Stage::Deleting
+        {
+            t.stage = Stage::Deleting;
+            self.spawn_delete(&pod, uid);
+        }
+    }
+
+    fn spawn_start(&self, pod: &Pod, node: &str, ip: Option<u8>) {
+        let (subnet, host_ip) = self.subnets.get(node).cloned().unwrap_or_default();
+        let pod_ip = ip.map(|o| format!("{subnet}.{o}"));
+        let fail = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(FAIL_ANNOTATION))
+            .is_some_and(|v| v == "true");
+        let api: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let pod = pod.clone();
+        let delay = self.cfg.start_delay;
+        let permits = self.permits.clone();
+        tokio::spawn(async move {
+            let started = now();
+            let creating = creating_status(&pod, &host_ip, &started);
+            if patch_status(&api, &name, &permits, creating).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            let next = if fail {
+                failed_status(&pod, &host_ip, pod_ip.as_deref(), &started)
+            } else {
+                running_status(&pod, &host_ip, pod_ip.as_deref(), &started)
+            };
+            let _ = patch_status(&api, &name, &permits, next).await;
+        });
+    }
+
+    fn spawn_delete(&self, pod: &Pod, uid: String) {
+        let grace = pod
+            .metadata
+            .deletion_grace_period_seconds
+            .unwrap_or(0)
+            .max(0) as u64;
+        let wait = Duration::from_secs(grace).min(self.cfg.max_termination);
+        let api: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let permits = self.permits.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let Ok(_permit) = permits.acquire().await else {
+                return;
+            };
+            // The API server keeps a graceful pod until its node confirms with grace 0.
+            let dp = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions {
+                    uid: Some(uid),
+                    resource_version: None,
+                }),
+                ..Default::default()
+            };
+            match api.delete(&name, &dp).await {
+                Ok(_) => debug!(pod = %name, "simulated pod deleted"),
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => warn!(pod = %name, error = %e, "deleting simulated pod"),
+            }
+        });
+    }
+}
+
+async fn patch_status(
+    api: &Api<Pod>,
+    name: &str,
+    permits: &Semaphore,
+    status: Value,
+) -> Result<()> {
+    let Ok(_permit) = permits.acquire().await else {
+        return Ok(());
+    };
+    let patch = json!({ "status": status });
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            // 404: deleted meanwhile; nothing to do.
+            if !matches!(&e, kube::Error::Api(r) if r.code == 404) {
+                warn!(pod = %name, error = %e, "simulated pod status update failed");
+            }
+            Err(e.into())
+        }
+    }
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn condition(
+    type_: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    at: &str,
+) -> Value {
+    let mut c = json!({
+        "type": type_,
+        "status": if ok { "True" } else { "False" },
+        "lastProbeTime": null,
+        "lastTransitionTime": at,
+    });
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    c
+}
+
+fn containers(pod: &Pod) -> (&[Container], &[Container]) {
+    let spec = pod.spec.as_ref();
+    (
+        spec.map(|s| s.containers.as_slice()).unwrap_or_default(),
+        spec.and_then(|s| s.init_containers.as_deref())
+            .unwrap_or_default(),
+    )
+}
+
+/// When the scheduler set PodScheduled; kept so the kubelet never moves it.
+fn scheduled_at(pod: &Pod, fallback: &str) -> Value {
+    let at = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
+        .and_then(|c| serde_json::to_value(&c.last_transition_time).ok())
+        .filter(|v| !v.is_null());
+    at.unwrap_or_else(|| json!(fallback))
+}
+
+fn host(host_ip: &str) -> Value {
+    json!({ "hostIP": host_ip, "hostIPs": [{ "ip": host_ip }] })
+}
+
+fn names(cs: &[Container]) -> String {
+    cs.iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn creating_status(pod: &Pod, host_ip: &str, at: &str) -> Value {
+    let (cs, inits) = containers(pod);
+    let unready = Some(format!("containers with unready status: [{}]", names(cs)));
+    let mut scheduled = condition("PodScheduled", true, None, None, at);
+    scheduled["lastTransitionTime"] = scheduled_at(pod, at);
+    let initialized = if inits.is_empty() {
+        condition("Initialized", true, None, None, at)
+    } else {
+        condition(
+            "Initialized",
+            false,
+            Some("ContainersNotInitialized"),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                names(inits)
+            )),
+            at,
+        )
+    };
+    let waiting = |c: &Container| {
+        json!({
+            "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": "",
+            "ready": false, "restartCount": 0, "started": false,
+            "state": { "waiting": { "reason": if inits.is_empty() { "ContainerCreating" } else { "PodInitializing" } } },
+        })
+    };
+    let mut st = host(host_ip);
+    st["phase"] = json!("Pending");
+    st["startTime"] = json!(at);
+    st["conditions"] = json!([
+        condition("PodReadyToStartContainers", false, None, None, at),
+        initialized,
+        condition(
+            "Ready",
+            false,
+            Some("ContainersNotReady"),
+            unready.clone(),
+            at
+        ),
+        condition(
+            "ContainersReady",
+            false,
+            Some("ContainersNotReady"),
+            unready,
+            at
+        ),
+        scheduled,
+    ]);
+    st["containerStatuses"] = cs.iter().map(waiting).collect();
+    if !inits.is_empty() {
+        st["initContainerStatuses"] = inits
+            .iter()
+            .map(|c| {
+                let mut s = waiting(c);
+                s["state"] = json!({ "waiting": { "reason": "PodInitializing" } });
+                s
+            })
+            .collect();
+    }
+    st
+}
+
+fn container_id(pod: &Pod, c: &Container) -> String {
+    let uid = pod
+        .metadata
+        .uid
+        .as_deref()
+        .unwrap_or_default()
+        .replace('-', "");
+    format!("sim://{uid}-{}", c.name)
+}
+
+fn image_id(c: &Container) -> String {
+    c.image.clone().unwrap_or_default()
+}
+
+fn init_done(pod: &Pod, started: &str, now: &str) -> Value {
+    let (_, inits) = containers(pod);
+    inits
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": image_id(c),
+                "containerID": container_id(pod, c), "ready": true, "restartCount": 0, "started": false,
+                "state": { "terminated": { "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now, "containerID": container_id(pod, c) } },
+            })
+        })
+        .collect()
+}
+
+fn running_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) -> Value {
+    let (cs, inits) = containers(pod);
+    let at = now();
+    let mut scheduled = condition("PodScheduled", true, None, None, &at);
+    scheduled["lastTransitionTime"] = scheduled_at(pod, started);
+    let mut st = host(host_ip);
+    st["phase"] = json!("Running");
+    st["startTime"] = json!(started);
+    if let Some(ip) = pod_ip {
+        st["podIP"] = json!(ip);
+        st["podIPs"] = json!([{ "ip": ip }]);
+    }
+    st["conditions"] = json!([
+        condition("PodReadyToStartContainers", true, None, None, &at),
+        condition("Initialized", true, None, None, &at),
+        condition("Ready", true, None, None, &at),
+        condition("ContainersReady", true, None, None, &at),
+        scheduled,
+    ]);
+    st["containerStatuses"] = cs
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": image_id(c),
+                "containerID": container_id(pod, c), "ready": true, "restartCount": 0, "started": true,
+                "state": { "running": { "startedAt": at } },
+            })
+        })
+        .collect();
+    if !inits.is_empty() {
+        st["initContainerStatuses"] = init_done(pod, started, &at);
+    }
+    st
+}
+
+fn failed_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) -> Value {
+    let (cs, inits) = containers(pod);
+    let at = now();
+    let mut scheduled = condition("PodScheduled", true, None, None, &at);
+    scheduled["lastTransitionTime"] = scheduled_at(pod, started);
+    let mut st = host(host_ip);
+    st["phase"] = json!("Failed");
+    st["startTime"] = json!(started);
+    if let Some(ip) = pod_ip {
+        st["podIP"] = json!(ip);
+        st["podIPs"] = json!([{ "ip": ip }]);
+    }
+    st["conditions"] = json!([
+        condition("PodReadyToStartContainers", false, None, None, &at),
+        condition("Initialized", true, None, None, &at),
+        condition("Ready", false, Some("PodFailed"), None, &at),
+        condition("ContainersReady", false, Some("PodFailed"), None, &at),
+        scheduled,
+    ]);
+    st["containerStatuses"] = cs
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": image_id(c),
+                "containerID": container_id(pod, c), "ready": false, "restartCount": 0, "started": false,
+                "state": { "terminated": { "exitCode": 1, "reason": "Error", "startedAt": started, "finishedAt": at, "containerID": container_id(pod, c) } },
+            })
+        })
+        .collect();
+    if !inits.is_empty() {
+        st["initContainerStatuses"] = init_done(pod, started, &at);
+    }
+    st
+}
