@@ -78,6 +78,10 @@ struct ServerArgs {
     /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
     #[arg(long, default_value_t = 300)]
     etcd_compaction_interval: u64,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the
+    /// scheduler: profiles, plugins, weights (as kube-scheduler's --config).
+    #[arg(long)]
+    scheduler_config: Option<PathBuf>,
     /// Run this many simulated nodes (sim-node-0…) inside the server.
     #[arg(long, default_value_t = 0)]
     simulate_nodes: usize,
@@ -113,6 +117,16 @@ async fn server(args: ServerArgs) -> Result<()> {
     if !compaction.is_zero() {
         tokio::spawn(berth_apiserver::compactor(store.clone(), compaction));
     }
+    // A bad scheduler configuration is a start-up error, before anything listens.
+    let scheduler_config = match &args.scheduler_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            berth_scheduler::SchedulerConfig::from_yaml(&text)
+                .map_err(|e| anyhow::anyhow!("scheduler configuration {}: {e}", path.display()))?
+        }
+        None => berth_scheduler::SchedulerConfig::default(),
+    };
     let config = berth_apiserver::Config {
         data_dir: args.data_dir.clone(),
         bind_address: args.bind_address,
@@ -137,6 +151,12 @@ async fn server(args: ServerArgs) -> Result<()> {
     if args.simulate_nodes > 0 {
         start_simulator(client.clone(), args.simulate_nodes, "sim-node-".into(), 0);
     }
+    let scheduler_client = client.clone();
+    tokio::spawn(async move {
+        if let Err(e) = berth_scheduler::run(scheduler_client, scheduler_config).await {
+            tracing::error!(error = %e, "scheduler stopped");
+        }
+    });
     tokio::spawn(berth_controllers::run_all(client));
     shutdown_signal().await;
     info!("shutting down");

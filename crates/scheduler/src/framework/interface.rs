@@ -1,0 +1,117 @@
+//! Extension points (upstream `framework/interface.go`). Plugins are plain
+//! synchronous functions over snapshots; I/O (binding) stays in the loop.
+
+use std::any::Any;
+use std::collections::HashMap;
+
+use super::status::Status;
+use super::types::{NodeInfo, PodInfo};
+
+/// Highest and lowest score a Score plugin may return after normalisation.
+pub const MAX_NODE_SCORE: i64 = 100;
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// Per-cycle scratch space that PreFilter/PreScore fill for later points.
+#[derive(Default)]
+pub struct CycleState {
+    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+}
+
+impl CycleState {
+    pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
+        self.data.insert(key, Box::new(value));
+    }
+
+    pub fn read<T: Any>(&self, key: &'static str) -> Option<&T> {
+        self.data.get(key).and_then(|v| v.downcast_ref())
+    }
+}
+
+/// One node's score from one plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeScore {
+    pub name: String,
+    pub score: i64,
+}
+
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+}
+
+/// Orders the active queue.
+pub trait QueueSort: Plugin {
+    fn less(&self, a: &PodInfo, b: &PodInfo) -> bool;
+}
+
+pub trait PreFilter: Plugin {
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[NodeInfo]) -> Status;
+}
+
+pub trait Filter: Plugin {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// Runs when no node fits (preemption). Returns a status whose message
+/// becomes the FitError's post-filter part.
+pub trait PostFilter: Plugin {
+    fn post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        filtered: &HashMap<String, Status>,
+        filter: &dyn Fn(&PodInfo, &NodeInfo) -> Status,
+    ) -> Status;
+}
+
+pub trait PreScore: Plugin {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Status;
+}
+
+pub trait Score: Plugin {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status>;
+
+    /// Maps raw scores onto 0–100; the default leaves them as they are.
+    fn normalize_score(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [NodeScore],
+    ) -> Status {
+        Status::success()
+    }
+}
+
+pub trait Reserve: Plugin {
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+pub trait Permit: Plugin {
+    fn permit(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+/// Decides how a pod is bound; the loop performs the returned Binding.
+pub trait Bind: Plugin {
+    fn bind(
+        &self,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Result<k8s_openapi::api::core::v1::Binding, Status>;
+}
+
+/// Upstream's `helper.DefaultNormalizeScore`: scales so the best node gets
+/// `max`; `reverse` turns "fewer is better" counts into scores.
+pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]) {
+    let highest = scores.iter().map(|s| s.score).max().unwrap_or(0);
+    if highest == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| s.score = max);
+        }
+        return;
+    }
+    for s in scores {
+        let v = max * s.score / highest;
+        s.score = if reverse { max - v } else { v };
+    }
+}

@@ -1,0 +1,16 @@
+//! The scheduling framework: pod and node views, statuses, extension points,
+//! and a Framework that runs one profile's plugins.
+
+pub mod fit_error;
+pub mod interface;
+pub mod runtime;
+pub mod status;
+pub mod types;
+
+pub use fit_error::{Diagnosis, FitError};
+pub use interface::*;
+pub use runtime::{
+    Framework, NodePluginScores, ScheduleError, ScheduleResult, WeightedScore, explain,
+};
+pub use status::{Code, Status};
+pub use types::{NodeInfo, PodInfo, Resource, pod_requests};

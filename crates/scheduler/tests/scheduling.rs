@@ -1,0 +1,309 @@
+//! The scheduler against a real Berth API server started in-process.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use berth_scheduler::SchedulerConfig;
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
+    Taint, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+
+struct Server {
+    client: kube::Client,
+    dir: PathBuf,
+    _shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn start_server() -> Result<Server> {
+    let dir = std::env::temp_dir().join(format!(
+        "berth-scheduler-{}-{}",
+        std::process::id(),
+        Timestamp::now().as_nanosecond()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let store = Arc::new(berth_store::sqlite::SqliteStore::open(
+        &dir.join("state.db"),
+    )?);
+    let api = berth_apiserver::ApiServer::bind(
+        berth_apiserver::Config {
+            data_dir: dir.clone(),
+            bind_address: "127.0.0.1".parse()?,
+            secure_port: 0,
+            insecure_port: Some(0),
+            tls_sans: vec![],
+            kubeconfig: None,
+            watch_cache_events: berth_apiserver::WATCH_CACHE_EVENTS,
+        },
+        store,
+    )
+    .await?;
+    let http = api.insecure_addr.context("no plain port")?;
+    let (shutdown, shutdown_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(api.serve(shutdown_rx));
+    let config = kube::Config::new(format!("http://{http}").parse()?);
+    let client = kube::Client::try_from(config)?;
+    Ok(Server {
+        client,
+        dir,
+        _shutdown: shutdown,
+    })
+}
+
+fn qmap(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect()
+}
+
+async fn create_node(
+    client: &kube::Client,
+    name: &str,
+    labels: &[(&str, &str)],
+    taints: Vec<Taint>,
+) -> Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            taints: (!taints.is_empty()).then_some(taints),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    nodes.create(&PostParams::default(), &node).await?;
+    let res = qmap(&[("cpu", "2"), ("memory", "4Gi"), ("pods", "110")]);
+    let status = NodeStatus {
+        capacity: Some(res.clone()),
+        allocatable: Some(res),
+        conditions: Some(vec![NodeCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    nodes
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "status": status })),
+        )
+        .await?;
+    Ok(())
+}
+
+fn pod(name: &str, cpu: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                image: Some("busybox".into()),
+                resources: Some(ResourceRequirements {
+                    requests: Some(qmap(&[("cpu", cpu)])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+async fn wait_bound(client: &kube::Client, name: &str) -> Result<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for _ in 0..100 {
+        let p = pods.get(name).await?;
+        if let Some(n) = p.spec.and_then(|s| s.node_name) {
+            return Ok(n);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("pod {name} was not bound")
+}
+
+async fn wait_condition_message(client: &kube::Client, name: &str) -> Result<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for _ in 0..100 {
+        let p = pods.get(name).await?;
+        let cond = p
+            .status
+            .and_then(|s| s.conditions)
+            .and_then(|cs| cs.into_iter().find(|c| c.type_ == "PodScheduled"));
+        if let Some(c) = cond {
+            assert_eq!(c.status, "False");
+            assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
+            return Ok(c.message.unwrap_or_default());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("pod {name} got no PodScheduled condition")
+}
+
+async fn three_nodes(client: &kube::Client) -> Result<()> {
+    for (i, n) in ["node-a", "node-b", "node-c"].into_iter().enumerate() {
+        let zone = format!("z{i}");
+        create_node(client, n, &[("zone", zone.as_str())], vec![]).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spreads_reports_and_honours_constraints() -> Result<()> {
+    let s = start_server().await?;
+    three_nodes(&s.client).await?;
+    tokio::spawn(berth_scheduler::run(
+        s.client.clone(),
+        SchedulerConfig::default(),
+    ));
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
+
+    let mut placed = Vec::new();
+    for i in 0..3 {
+        let name = format!("web-{i}");
+        pods.create(&PostParams::default(), &pod(&name, "500m"))
+            .await?;
+        placed.push(wait_bound(&s.client, &name).await?);
+    }
+    placed.sort();
+    assert_eq!(
+        placed,
+        vec!["node-a", "node-b", "node-c"],
+        "LeastAllocated spreads"
+    );
+    let why = pods
+        .get("web-0")
+        .await?
+        .metadata
+        .annotations
+        .unwrap_or_default();
+    assert!(
+        why.contains_key(berth_scheduler::scheduler::CANDIDATES_ANNOTATION),
+        "{why:?}"
+    );
+
+    pods.create(&PostParams::default(), &pod("huge", "8"))
+        .await?;
+    assert_eq!(
+        wait_condition_message(&s.client, "huge").await?,
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    );
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(s.client.clone(), "default");
+    let mut found = false;
+    for _ in 0..50 {
+        let list = events.list(&Default::default()).await?;
+        found = list.items.iter().any(|e| {
+            e.involved_object.name.as_deref() == Some("huge")
+                && e.reason.as_deref() == Some("FailedScheduling")
+                && e.type_.as_deref() == Some("Warning")
+        }) && list.items.iter().any(|e| {
+            e.reason.as_deref() == Some("Scheduled")
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("Successfully assigned default/web-"))
+        });
+        if found {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(found, "FailedScheduling and Scheduled events");
+
+    // A tainted node is avoided unless tolerated.
+    let taint = Taint {
+        key: "dedicated".into(),
+        value: Some("gpu".into()),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    };
+    create_node(&s.client, "node-t", &[("zone", "t")], vec![taint]).await?;
+    let mut p = pod("sel-t", "100m");
+    if let Some(sp) = p.spec.as_mut() {
+        sp.node_selector = Some([("zone".to_string(), "t".to_string())].into());
+    }
+    pods.create(&PostParams::default(), &p).await?;
+    let msg = wait_condition_message(&s.client, "sel-t").await?;
+    assert!(msg.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 3 node(s) didn't match Pod's node affinity/selector."), "{msg}");
+    let mut p = pod("tol-t", "100m");
+    if let Some(sp) = p.spec.as_mut() {
+        sp.node_selector = Some([("zone".to_string(), "t".to_string())].into());
+        sp.tolerations = Some(vec![Toleration {
+            key: Some("dedicated".into()),
+            operator: Some("Exists".into()),
+            ..Default::default()
+        }]);
+    }
+    pods.create(&PostParams::default(), &p).await?;
+    assert_eq!(wait_bound(&s.client, "tol-t").await?, "node-t");
+    // The nodeSelector is honoured for untainted nodes too.
+    let mut p = pod("sel-b", "100m");
+    if let Some(sp) = p.spec.as_mut() {
+        sp.node_selector = Some([("zone".to_string(), "z1".to_string())].into());
+    }
+    pods.create(&PostParams::default(), &p).await?;
+    assert_eq!(wait_bound(&s.client, "sel-b").await?, "node-b");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn most_allocated_packs() -> Result<()> {
+    let s = start_server().await?;
+    three_nodes(&s.client).await?;
+    let config = SchedulerConfig::from_yaml(
+        r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+    plugins:
+      score:
+        disabled:
+          - name: NodeResourcesBalancedAllocation
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+"#,
+    )?;
+    tokio::spawn(berth_scheduler::run(s.client.clone(), config));
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
+    let mut placed = Vec::new();
+    for i in 0..3 {
+        let name = format!("pack-{i}");
+        pods.create(&PostParams::default(), &pod(&name, "500m"))
+            .await?;
+        placed.push(wait_bound(&s.client, &name).await?);
+    }
+    assert!(placed.iter().all(|n| n == &placed[0]), "packed: {placed:?}");
+    Ok(())
+}
