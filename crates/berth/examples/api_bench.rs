@@ -77,7 +77,7 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let server = bench_common::BenchServer::start("api-bench").await?;
+    let server = bench_common::BenchServer::start("api-bench", &[]).await?;
     let pid = server.child.id();
     let client = server.client.clone();
     let pods: Api<Pod> = Api::namespaced(client, "default");

@@ -147,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000);
-    let server = bench_common::BenchServer::start("apply-bench").await?;
+    let server = bench_common::BenchServer::start("apply-bench", &[]).await?;
     let client = server.client.clone();
     let api: Api<Deployment> = Api::namespaced(client, "default");
     api.list(&ListParams::default().limit(1)).await?;

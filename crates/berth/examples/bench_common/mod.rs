@@ -14,10 +14,12 @@ pub struct BenchServer {
 }
 
 impl BenchServer {
-    /// Starts `berth server` (extra flags from the command line) on a free port.
-    pub async fn start(tag: &str) -> anyhow::Result<Self> {
+    /// Starts `berth server` on a free port with `flags`, then any flags given on
+    /// the benchmark's command line.
+    pub async fn start(tag: &str, flags: &[&str]) -> anyhow::Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let extra: Vec<String> = std::env::args().skip(1).collect();
+        let mut extra: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        extra.extend(std::env::args().skip(1));
         let exe = std::env::current_exe()?;
         let bin: PathBuf = exe
             .parent()
