@@ -2,8 +2,10 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+pub mod deployment;
 pub mod garbagecollector;
 pub mod namespace;
+pub mod replicaset;
 pub mod serviceaccount;
 
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +21,8 @@ pub async fn run_all(client: kube::Client) {
     tokio::join!(
         namespace::run(client.clone()),
         garbagecollector::run(client.clone()),
-        serviceaccount::run(client),
+        serviceaccount::run(client.clone()),
+        replicaset::run(client.clone()),
+        deployment::run(client),
     );
 }
