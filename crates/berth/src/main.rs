@@ -146,12 +146,14 @@ async fn server(args: ServerArgs) -> Result<()> {
     let kubeconfig = api.kubeconfig.clone();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(api.serve(rx));
-    // Components are API clients like any other, with the admin credentials.
-    let client = client_from(&kubeconfig).await?;
+    // Components are API clients like any other, with the admin credentials; each
+    // names itself in User-Agent, which names its field manager in managedFields.
     if args.simulate_nodes > 0 {
-        start_simulator(client.clone(), args.simulate_nodes, "sim-node-".into(), 0);
+        let client = client_from(&kubeconfig, "kubelet").await?;
+        start_simulator(client, args.simulate_nodes, "sim-node-".into(), 0);
     }
-    let scheduler_client = client.clone();
+    let scheduler_client = client_from(&kubeconfig, "kube-scheduler").await?;
+    let client = client_from(&kubeconfig, "kube-controller-manager").await?;
     tokio::spawn(async move {
         if let Err(e) = berth_scheduler::run(scheduler_client, scheduler_config).await {
             tracing::error!(error = %e, "scheduler stopped");
@@ -180,18 +182,22 @@ fn start_simulator(client: kube::Client, count: usize, name_prefix: String, firs
 }
 
 async fn sim(args: SimArgs) -> Result<()> {
-    let client = client_from(&args.kubeconfig).await?;
+    let client = client_from(&args.kubeconfig, "kubelet").await?;
     start_simulator(client, args.nodes, args.name_prefix, args.first_index);
     println!("Simulating {} nodes", args.nodes);
     shutdown_signal().await;
     Ok(())
 }
 
-async fn client_from(kubeconfig: &std::path::Path) -> Result<kube::Client> {
+/// A client for the component `component` (its User-Agent is upstream's form,
+/// `kube-scheduler/v1.33.0 (berth …)`).
+async fn client_from(kubeconfig: &std::path::Path, component: &str) -> Result<kube::Client> {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
-    let config =
+    let mut config =
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
             .await?;
+    let ua = format!("{component}/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
+    config.headers.push((http::header::USER_AGENT, ua.parse()?));
     Ok(kube::Client::try_from(config)?)
 }
 

@@ -139,3 +139,32 @@ fn most_allocated_configuration_packs_pods_onto_one_node() {
     nodes.dedup();
     assert_eq!(nodes.len(), 1, "MostAllocated should pack: {nodes:?}");
 }
+
+#[test]
+fn deployment_replicas_land_one_per_node() {
+    let s = Server::start_with(common::temp_dir("sched-deploy"), &["--simulate-nodes", "3"]);
+    wait_for("3 nodes", || {
+        s.k(&["get", "nodes", "-o", "name"]).lines().count() == 3
+    });
+    let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1.27\n        resources:\n          requests: {cpu: 500m}\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(deploy));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = s.k(&["rollout", "status", "deploy/web", "--timeout=60s"]);
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let nodes = s.k(&[
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={range .items[*]}{.spec.nodeName}{\"\\n\"}{end}",
+    ]);
+    let mut nodes: Vec<&str> = nodes.lines().collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    assert_eq!(
+        nodes.len(),
+        3,
+        "least-allocated spreads the replicas: {nodes:?}"
+    );
+}
