@@ -135,6 +135,7 @@ impl ApiServer {
         // Render the OpenAPI documents before kubectl's first apply asks for them.
         tokio::task::spawn_blocking(|| {
             berth_api::openapi::cached();
+            release_freed_memory();
         });
         Ok(ApiServer {
             secure_addr,
@@ -163,6 +164,17 @@ impl ApiServer {
             let _ = plain.await;
         }
         let _ = tls.await;
+    }
+}
+
+/// Rendering the OpenAPI documents builds large temporary values; glibc keeps
+/// the freed pages in the process unless asked to give them back.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no
+    // pointers from us and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

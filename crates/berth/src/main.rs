@@ -78,6 +78,12 @@ struct ServerArgs {
     /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
     #[arg(long, default_value_t = 300)]
     etcd_compaction_interval: u64,
+    /// Do not run the scheduler (as k3s's --disable-scheduler).
+    #[arg(long)]
+    disable_scheduler: bool,
+    /// Do not run the controllers (as k3s's --disable-controller-manager).
+    #[arg(long)]
+    disable_controller_manager: bool,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file for the
     /// scheduler: profiles, plugins, weights (as kube-scheduler's --config).
     #[arg(long)]
@@ -152,14 +158,18 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "kubelet").await?;
         start_simulator(client, args.simulate_nodes, "sim-node-".into(), 0);
     }
-    let scheduler_client = client_from(&kubeconfig, "kube-scheduler").await?;
-    let client = client_from(&kubeconfig, "kube-controller-manager").await?;
-    tokio::spawn(async move {
-        if let Err(e) = berth_scheduler::run(scheduler_client, scheduler_config).await {
-            tracing::error!(error = %e, "scheduler stopped");
-        }
-    });
-    tokio::spawn(berth_controllers::run_all(client));
+    if !args.disable_scheduler {
+        let scheduler_client = client_from(&kubeconfig, "kube-scheduler").await?;
+        tokio::spawn(async move {
+            if let Err(e) = berth_scheduler::run(scheduler_client, scheduler_config).await {
+                tracing::error!(error = %e, "scheduler stopped");
+            }
+        });
+    }
+    if !args.disable_controller_manager {
+        let client = client_from(&kubeconfig, "kube-controller-manager").await?;
+        tokio::spawn(berth_controllers::run_all(client));
+    }
     shutdown_signal().await;
     info!("shutting down");
     let _ = tx.send(true);
