@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 mod apps;
 mod core;
 mod meta;
-mod pod;
+pub(crate) mod pod;
 mod service;
 
 pub use meta::{

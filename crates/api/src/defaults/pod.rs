@@ -103,39 +103,7 @@ pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     }
 }
 
-/// Volume sources a volume may name (any one of them counts as set).
-const VOLUME_SOURCES: &[&str] = &[
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-    "image",
-];
+use crate::validation::pod::VOLUME_SOURCES;
 
 /// File mode 0644, upstream's default for projected files.
 const DEFAULT_MODE: i64 = 0o644;

@@ -20,7 +20,8 @@ const PULL_POLICIES: &[&str] = &["Always", "IfNotPresent", "Never"];
 const TERMINATION_MESSAGE_POLICIES: &[&str] = &["File", "FallbackToLogsOnError"];
 const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 const FILE_MODE_ERROR: &str = "must be a number between 0 and 0777 (octal), both inclusive";
-const VOLUME_SOURCES: &[&str] = &[
+/// Volume sources a volume may name (exactly one of them is set).
+pub(crate) const VOLUME_SOURCES: &[&str] = &[
     "hostPath",
     "emptyDir",
     "gcePersistentDisk",
