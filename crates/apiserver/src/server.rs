@@ -491,6 +491,13 @@ pub fn user_from_cert(der: &[u8]) -> Option<User> {
     Some(User { name, groups })
 }
 
+/// An accept error (typically EMFILE: out of file descriptors) repeats at once
+/// if retried at once; a short pause lets connections close instead of spinning.
+async fn accept_failed(e: std::io::Error) {
+    warn!(error = %e, "accept failed");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+}
+
 /// Accepts TLS connections until `shutdown` resolves.
 pub async fn serve_tls(
     listener: TcpListener,
@@ -503,7 +510,7 @@ pub async fn serve_tls(
         let (tcp, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(c) => c,
-                Err(e) => { warn!(error = %e, "accept failed"); continue; }
+                Err(e) => { accept_failed(e).await; continue; }
             },
             _ = shutdown.changed() => break,
         };
@@ -550,7 +557,7 @@ pub async fn serve_plain(
         let (tcp, peer): (_, SocketAddr) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(c) => c,
-                Err(e) => { warn!(error = %e, "accept failed"); continue; }
+                Err(e) => { accept_failed(e).await; continue; }
             },
             _ = shutdown.changed() => break,
         };
