@@ -167,6 +167,54 @@ impl ApiServer {
     }
 }
 
+/// An API server on loopback with a temporary SQLite store, served in the
+/// background: the real thing, for other crates' integration tests. Its plain
+/// port is trusted, so a client needs no credentials.
+pub struct LocalApiServer {
+    pub http: SocketAddr,
+    pub dir: PathBuf,
+    _shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl LocalApiServer {
+    pub async fn start(tag: &str) -> Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!("berth-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let store = Arc::new(berth_store::sqlite::SqliteStore::open(
+            &dir.join("state.db"),
+        )?);
+        let config = Config {
+            data_dir: dir.clone(),
+            bind_address: IpAddr::from([127, 0, 0, 1]),
+            secure_port: 0,
+            insecure_port: Some(0),
+            tls_sans: vec![],
+            kubeconfig: None,
+            watch_cache_events: WATCH_CACHE_EVENTS,
+        };
+        let api = ApiServer::bind(config, store).await?;
+        let http = api.insecure_addr.context("no plain port")?;
+        let (shutdown, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(api.serve(rx));
+        Ok(LocalApiServer {
+            http,
+            dir,
+            _shutdown: shutdown,
+        })
+    }
+}
+
+impl Drop for LocalApiServer {
+    fn drop(&mut self) {
+        let _ = self._shutdown.send(true);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Rendering the OpenAPI documents builds large temporary values; glibc keeps
 /// the freed pages in the process unless asked to give them back.
 fn release_freed_memory() {

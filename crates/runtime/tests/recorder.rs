@@ -1,10 +1,9 @@
 //! The event recorder against a real Berth API server started in-process.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use berth_runtime::events::{EventSource, EventType, Recorder, RecorderOptions};
 use berth_runtime::{Clock, FakeClock};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
@@ -13,53 +12,14 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 struct Server {
     client: kube::Client,
-    dir: PathBuf,
-    _shutdown: tokio::sync::watch::Sender<bool>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    _api: berth_apiserver::LocalApiServer,
 }
 
 async fn start_server() -> Result<Server> {
-    let dir = std::env::temp_dir().join(format!("berth-runtime-{}", uuid_like()));
-    std::fs::create_dir_all(&dir)?;
-    let store = Arc::new(berth_store::sqlite::SqliteStore::open(
-        &dir.join("state.db"),
-    )?);
-    let api = berth_apiserver::ApiServer::bind(
-        berth_apiserver::Config {
-            data_dir: dir.clone(),
-            bind_address: "127.0.0.1".parse()?,
-            secure_port: 0,
-            insecure_port: Some(0),
-            tls_sans: vec![],
-            kubeconfig: None,
-            watch_cache_events: berth_apiserver::WATCH_CACHE_EVENTS,
-        },
-        store,
-    )
-    .await?;
-    let http = api.insecure_addr.context("no plain port")?;
-    let (shutdown, shutdown_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(api.serve(shutdown_rx));
-    let config = kube::Config::new(format!("http://{http}").parse()?);
-    let client = kube::Client::try_from(config)?;
-    Ok(Server {
-        client,
-        dir,
-        _shutdown: shutdown,
-    })
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{}-{}",
-        std::process::id(),
-        Timestamp::now().as_nanosecond()
-    )
+    let api = berth_apiserver::LocalApiServer::start("runtime").await?;
+    let client =
+        kube::Client::try_from(kube::Config::new(format!("http://{}", api.http).parse()?))?;
+    Ok(Server { client, _api: api })
 }
 
 async fn config_map(client: &kube::Client, name: &str) -> Result<ConfigMap> {

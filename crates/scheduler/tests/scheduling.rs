@@ -1,65 +1,27 @@
 //! The scheduler against a real Berth API server started in-process.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use berth_scheduler::SchedulerConfig;
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
     Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 
 struct Server {
     client: kube::Client,
-    dir: PathBuf,
-    _shutdown: tokio::sync::watch::Sender<bool>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    _api: berth_apiserver::LocalApiServer,
 }
 
 async fn start_server() -> Result<Server> {
-    let dir = std::env::temp_dir().join(format!(
-        "berth-scheduler-{}-{}",
-        std::process::id(),
-        Timestamp::now().as_nanosecond()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    let store = Arc::new(berth_store::sqlite::SqliteStore::open(
-        &dir.join("state.db"),
-    )?);
-    let api = berth_apiserver::ApiServer::bind(
-        berth_apiserver::Config {
-            data_dir: dir.clone(),
-            bind_address: "127.0.0.1".parse()?,
-            secure_port: 0,
-            insecure_port: Some(0),
-            tls_sans: vec![],
-            kubeconfig: None,
-            watch_cache_events: berth_apiserver::WATCH_CACHE_EVENTS,
-        },
-        store,
-    )
-    .await?;
-    let http = api.insecure_addr.context("no plain port")?;
-    let (shutdown, shutdown_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(api.serve(shutdown_rx));
-    let config = kube::Config::new(format!("http://{http}").parse()?);
-    let client = kube::Client::try_from(config)?;
-    Ok(Server {
-        client,
-        dir,
-        _shutdown: shutdown,
-    })
+    let api = berth_apiserver::LocalApiServer::start("scheduler").await?;
+    let client =
+        kube::Client::try_from(kube::Config::new(format!("http://{}", api.http).parse()?))?;
+    Ok(Server { client, _api: api })
 }
 
 fn qmap(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
