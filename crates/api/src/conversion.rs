@@ -16,6 +16,24 @@ const CURRENT_METRICS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/curren
 const BEHAVIOR_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/behavior";
 const CONDITIONS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/conditions";
 
+/// A stored object as the endpoint `rt` serves it.
+pub fn to_version(rt: &crate::registry::ResourceType, obj: Value) -> Value {
+    if rt.is_storage_version() {
+        obj
+    } else {
+        convert(obj, rt.group, rt.version)
+    }
+}
+
+/// An object from the endpoint `rt` as it is stored.
+pub fn to_storage(rt: &crate::registry::ResourceType, obj: Value) -> Value {
+    if rt.is_storage_version() {
+        obj
+    } else {
+        convert(obj, rt.storage_group, rt.storage_version)
+    }
+}
+
 /// Converts `obj` to `group/version`; objects of other kinds pass unchanged.
 pub fn convert(obj: Value, group: &str, version: &str) -> Value {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -109,17 +127,15 @@ fn is_cpu_utilization(m: &Value) -> bool {
         && m.pointer("/resource/target/type").and_then(Value::as_str) == Some("Utilization")
 }
 
-fn annotations(obj: &mut Value) -> &mut Map<String, Value> {
+/// Keeps a JSON text in an annotation (how v1 carries v2-only data).
+fn set_annotation(obj: &mut Value, key: &str, value: &Value) {
     if !obj["metadata"].is_object() {
         obj["metadata"] = json!({});
     }
     if !obj["metadata"]["annotations"].is_object() {
         obj["metadata"]["annotations"] = json!({});
     }
-    // Both were just made objects.
-    obj["metadata"]["annotations"]
-        .as_object_mut()
-        .expect("annotations is an object")
+    obj["metadata"]["annotations"][key] = json!(value.to_string());
 }
 
 fn hpa_v2_to_v1(mut obj: Value) -> Value {
@@ -147,13 +163,10 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
         new_spec["targetCPUUtilizationPercentage"] = c.clone();
     }
     if !others.is_empty() {
-        annotations(&mut obj).insert(
-            METRICS_ANNOTATION.into(),
-            json!(Value::Array(others).to_string()),
-        );
+        set_annotation(&mut obj, METRICS_ANNOTATION, &Value::Array(others));
     }
     if let Some(b) = spec.get("behavior") {
-        annotations(&mut obj).insert(BEHAVIOR_ANNOTATION.into(), json!(b.to_string()));
+        set_annotation(&mut obj, BEHAVIOR_ANNOTATION, b);
     }
     obj["spec"] = new_spec;
     if let Some(status) = obj.get("status").cloned() {
@@ -190,16 +203,13 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
             s["currentCPUUtilizationPercentage"] = u.clone();
         }
         if !others.is_empty() {
-            annotations(&mut obj).insert(
-                CURRENT_METRICS_ANNOTATION.into(),
-                json!(Value::Array(others).to_string()),
-            );
+            set_annotation(&mut obj, CURRENT_METRICS_ANNOTATION, &Value::Array(others));
         }
         if let Some(c) = status
             .get("conditions")
             .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
         {
-            annotations(&mut obj).insert(CONDITIONS_ANNOTATION.into(), json!(c.to_string()));
+            set_annotation(&mut obj, CONDITIONS_ANNOTATION, c);
         }
         obj["status"] = s;
     }

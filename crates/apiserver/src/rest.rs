@@ -187,19 +187,11 @@ impl Rest {
 
     /// Converts a stored object to the version the request asked for.
     fn to_version(&self, rt: &ResourceType, obj: Value) -> Value {
-        if rt.is_storage_version() {
-            obj
-        } else {
-            berth_api::conversion::convert(obj, rt.group, rt.version)
-        }
+        berth_api::conversion::to_version(rt, obj)
     }
 
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
-        if rt.is_storage_version() {
-            obj
-        } else {
-            berth_api::conversion::convert(obj, rt.storage_group, rt.storage_version)
-        }
+        berth_api::conversion::to_storage(rt, obj)
     }
 
     pub async fn get(&self, rp: &ResourcePath) -> ApiResult<Value> {

@@ -129,13 +129,7 @@ pub async fn start(
         }
         sel.matches(obj)
     };
-    let to_version = move |obj: Value| -> Value {
-        if rt.is_storage_version() {
-            obj
-        } else {
-            berth_api::conversion::convert(obj, rt.group, rt.version)
-        }
-    };
+    let to_version = move |obj: Value| berth_api::conversion::to_version(rt, obj);
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last_rev = sub.revision;
