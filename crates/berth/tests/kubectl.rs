@@ -8,36 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::{Server, stderr, stdout};
 
-const DEPLOY_AND_SVC: &str = r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  labels: {app: web}
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:1.27
-        ports:
-        - containerPort: 80
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: web
-spec:
-  selector: {app: web}
-  ports:
-  - port: 80
-    targetPort: 80
-"#;
+fn deploy_and_svc() -> String {
+    format!("{}---\n{}", common::WEB_DEPLOYMENT, common::WEB_SERVICE)
+}
 
 #[test]
 fn discovery_version_and_fresh_cluster() {
@@ -98,7 +71,7 @@ fn discovery_version_and_fresh_cluster() {
 #[test]
 fn apply_get_describe_label_scale_delete() {
     let s = Server::start("apply");
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(DEPLOY_AND_SVC));
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&deploy_and_svc()));
     assert!(out.status.success(), "apply failed: {}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -107,7 +80,7 @@ fn apply_get_describe_label_scale_delete() {
     );
 
     // Re-applying the same file changes nothing.
-    let again = s.kubectl_stdin(&["apply", "-f", "-"], Some(DEPLOY_AND_SVC));
+    let again = s.kubectl_stdin(&["apply", "-f", "-"], Some(&deploy_and_svc()));
     assert!(again.status.success(), "{}", stderr(&again));
     assert!(
         stdout(&again).contains("deployment.apps/web unchanged"),
@@ -463,7 +436,7 @@ fn etcd_backend_serves_kubectl() {
         common::temp_dir("etcd"),
         &["--datastore-endpoint", etcd.endpoint()],
     );
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(DEPLOY_AND_SVC));
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&deploy_and_svc()));
     assert!(out.status.success(), "{}", stderr(&out));
     s.k(&["scale", "deploy", "web", "--replicas=4"]);
     let r = s.k(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]);

@@ -12,26 +12,7 @@ use common::{Server, stderr, stdout};
 const KUBECTL_1_27: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27";
 const KUBECTL_1_28: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.28";
 
-const DEPLOY: &str = r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  labels: {app: web}
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:1.27
-        ports:
-        - containerPort: 80
-"#;
+const DEPLOY: &str = common::WEB_DEPLOYMENT;
 
 /// Runs the given kubectl binary against `s`, with its own cache dir.
 fn kubectl(bin: &str, s: &Server, args: &[&str], stdin: Option<&str>) -> Output {

@@ -7,6 +7,39 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The Deployment most suites apply: 2 replicas of nginx with a container port.
+pub const WEB_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+";
+
+/// A Service in front of [`WEB_DEPLOYMENT`].
+pub const WEB_SERVICE: &str = "apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - port: 80
+    targetPort: 80
+";
+
 pub struct Server {
     pub child: Child,
     pub data_dir: PathBuf,
