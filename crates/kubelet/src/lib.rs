@@ -6,6 +6,7 @@
 //! through the API server (kube-rs), as upstream's kubelet does.
 
 pub mod node;
+pub mod runtime;
 pub mod sim;
 
 /// Errors from the node library and the simulator.

@@ -1,0 +1,458 @@
+//! An in-memory [`Runtime`] for unit tests: sandboxes and containers are records,
+//! images a set, and tests script exits and exec results.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::{
+    ContainerConfig, ContainerState, ContainerStatus, ExecResult, Filter, ImageInfo, Runtime,
+    RuntimeError, RuntimeResult, SandboxConfig, SandboxState, SandboxStatus, StreamUrl,
+};
+
+/// A scripted exec answer: a result, or a timeout.
+pub type ExecAnswer = RuntimeResult<ExecResult>;
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    images: BTreeSet<String>,
+    sandboxes: BTreeMap<String, SandboxStatus>,
+    containers: BTreeMap<String, ContainerStatus>,
+    /// Calls in order, e.g. "run_sandbox ns/name", "start_container <id>".
+    calls: Vec<String>,
+    /// Exec answers per container name (consumed in order; the last one repeats).
+    exec: HashMap<String, Vec<ExecAnswer>>,
+    /// Container names whose start fails with this message (RunContainerError).
+    start_fails: HashMap<String, String>,
+    /// The IP given to the next sandboxes (10.42.0.<n>).
+    next_ip: u8,
+}
+
+/// The fake runtime. Cheap to share behind an `Arc`.
+#[derive(Default)]
+pub struct FakeRuntime {
+    state: Mutex<State>,
+}
+
+impl FakeRuntime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panicking test thread poisons the lock; the data is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes an image present.
+    pub fn add_image(&self, image: &str) {
+        self.lock().images.insert(image.to_string());
+    }
+
+    /// Scripts the answers of exec_sync in containers named `container`.
+    pub fn script_exec(&self, container: &str, answers: Vec<ExecAnswer>) {
+        self.lock().exec.insert(container.to_string(), answers);
+    }
+
+    /// Makes starting containers named `container` fail with `message`.
+    pub fn fail_start(&self, container: &str, message: &str) {
+        self.lock()
+            .start_fails
+            .insert(container.to_string(), message.to_string());
+    }
+
+    /// Ends a running container as its process would: exit code and reason.
+    pub fn exit_container(&self, id: &str, exit_code: i32, reason: &str) {
+        let mut s = self.lock();
+        if let Some(c) = s.containers.get_mut(id) {
+            c.state = ContainerState::Exited;
+            c.exit_code = exit_code;
+            c.reason = reason.to_string();
+            c.finished_at = Some(Utc::now());
+        }
+    }
+
+    /// The calls made so far, in order.
+    pub fn calls(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+
+    /// Containers (any state) named `name`, oldest first.
+    pub fn containers_named(&self, name: &str) -> Vec<ContainerStatus> {
+        self.lock()
+            .containers
+            .values()
+            .filter(|c| c.name == name)
+            .cloned()
+            .collect()
+    }
+
+    pub fn sandbox_count(&self) -> usize {
+        self.lock().sandboxes.len()
+    }
+}
+
+fn matches(labels: &BTreeMap<String, String>, filter: &Filter) -> bool {
+    filter
+        .labels
+        .iter()
+        .all(|(k, v)| labels.get(k).is_some_and(|l| l == v))
+}
+
+#[async_trait::async_trait]
+impl Runtime for FakeRuntime {
+    async fn version(&self) -> RuntimeResult<(String, String)> {
+        Ok(("fake".into(), "0.0.0".into()))
+    }
+
+    async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String> {
+        let mut s = self.lock();
+        s.next_id += 1;
+        s.next_ip = s.next_ip.wrapping_add(1).max(2);
+        let id = format!("sandbox-{}", s.next_id);
+        let ip = format!("10.42.0.{}", s.next_ip);
+        s.calls
+            .push(format!("run_sandbox {}/{}", config.namespace, config.name));
+        s.sandboxes.insert(
+            id.clone(),
+            SandboxStatus {
+                id: id.clone(),
+                name: config.name.clone(),
+                namespace: config.namespace.clone(),
+                uid: config.uid.clone(),
+                attempt: config.attempt,
+                state: SandboxState::Ready,
+                created_at: Some(Utc::now()),
+                ips: if config.host_network {
+                    vec![]
+                } else {
+                    vec![ip]
+                },
+                labels: config.labels.clone(),
+            },
+        );
+        Ok(id)
+    }
+
+    async fn stop_sandbox(&self, id: &str) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls.push(format!("stop_sandbox {id}"));
+        let now = Utc::now();
+        for c in s.containers.values_mut() {
+            if c.sandbox_id == id && c.state == ContainerState::Running {
+                c.state = ContainerState::Exited;
+                c.exit_code = 137;
+                c.reason = "Error".into();
+                c.finished_at = Some(now);
+            }
+        }
+        if let Some(sb) = s.sandboxes.get_mut(id) {
+            sb.state = SandboxState::NotReady;
+        }
+        Ok(())
+    }
+
+    async fn remove_sandbox(&self, id: &str) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls.push(format!("remove_sandbox {id}"));
+        s.sandboxes.remove(id);
+        s.containers.retain(|_, c| c.sandbox_id != id);
+        Ok(())
+    }
+
+    async fn sandbox_status(&self, id: &str) -> RuntimeResult<SandboxStatus> {
+        self.lock()
+            .sandboxes
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RuntimeError::NotFound(id.to_string()))
+    }
+
+    async fn list_sandboxes(&self, filter: &Filter) -> RuntimeResult<Vec<SandboxStatus>> {
+        Ok(self
+            .lock()
+            .sandboxes
+            .values()
+            .filter(|s| filter.sandbox_id.as_ref().is_none_or(|id| *id == s.id))
+            .filter(|s| matches(&s.labels, filter))
+            .cloned()
+            .collect())
+    }
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        _sandbox: &SandboxConfig,
+    ) -> RuntimeResult<String> {
+        let mut s = self.lock();
+        if !s.sandboxes.contains_key(sandbox_id) {
+            return Err(RuntimeError::NotFound(sandbox_id.to_string()));
+        }
+        if !s.images.contains(&config.image) {
+            return Err(RuntimeError::Other(format!(
+                "image {:?} not present",
+                config.image
+            )));
+        }
+        s.next_id += 1;
+        let id = format!("container-{}", s.next_id);
+        s.calls.push(format!("create_container {}", config.name));
+        s.containers.insert(
+            id.clone(),
+            ContainerStatus {
+                id: id.clone(),
+                sandbox_id: sandbox_id.to_string(),
+                name: config.name.clone(),
+                attempt: config.attempt,
+                state: ContainerState::Created,
+                created_at: Some(Utc::now()),
+                started_at: None,
+                finished_at: None,
+                exit_code: 0,
+                reason: String::new(),
+                message: String::new(),
+                image: config.image.clone(),
+                image_ref: format!("sha256:{}", config.image),
+                labels: config.labels.clone(),
+                annotations: config.annotations.clone(),
+                log_path: config.log_path.clone(),
+            },
+        );
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls.push(format!("start_container {id}"));
+        let name = match s.containers.get(id) {
+            Some(c) => c.name.clone(),
+            None => return Err(RuntimeError::NotFound(id.to_string())),
+        };
+        let fail = s.start_fails.get(&name).cloned();
+        let Some(c) = s.containers.get_mut(id) else {
+            return Err(RuntimeError::NotFound(id.to_string()));
+        };
+        let now = Utc::now();
+        if let Some(msg) = fail {
+            c.state = ContainerState::Exited;
+            c.exit_code = 128;
+            c.reason = "StartError".into();
+            c.message = msg.clone();
+            c.finished_at = Some(now);
+            return Err(RuntimeError::Other(msg));
+        }
+        c.state = ContainerState::Running;
+        c.started_at = Some(now);
+        Ok(())
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls
+            .push(format!("stop_container {id} {}s", grace.as_secs()));
+        if let Some(c) = s.containers.get_mut(id)
+            && c.state == ContainerState::Running
+        {
+            c.state = ContainerState::Exited;
+            c.exit_code = 137;
+            c.reason = "Error".into();
+            c.finished_at = Some(Utc::now());
+        }
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls.push(format!("remove_container {id}"));
+        s.containers.remove(id);
+        Ok(())
+    }
+
+    async fn container_status(&self, id: &str) -> RuntimeResult<ContainerStatus> {
+        self.lock()
+            .containers
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RuntimeError::NotFound(id.to_string()))
+    }
+
+    async fn list_containers(&self, filter: &Filter) -> RuntimeResult<Vec<ContainerStatus>> {
+        Ok(self
+            .lock()
+            .containers
+            .values()
+            .filter(|c| {
+                filter
+                    .sandbox_id
+                    .as_ref()
+                    .is_none_or(|id| *id == c.sandbox_id)
+            })
+            .filter(|c| matches(&c.labels, filter))
+            .cloned()
+            .collect())
+    }
+
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: &[String],
+        _timeout: Duration,
+    ) -> RuntimeResult<ExecResult> {
+        let mut s = self.lock();
+        s.calls
+            .push(format!("exec_sync {container_id} {}", cmd.join(" ")));
+        let name = match s.containers.get(container_id) {
+            Some(c) if c.state == ContainerState::Running => c.name.clone(),
+            Some(_) => return Err(RuntimeError::Other("container is not running".into())),
+            None => return Err(RuntimeError::NotFound(container_id.to_string())),
+        };
+        match s.exec.get_mut(&name) {
+            Some(answers) if answers.len() > 1 => answers.remove(0),
+            Some(answers) if answers.len() == 1 => answers[0].clone(),
+            _ => Ok(ExecResult::default()),
+        }
+    }
+
+    async fn image_status(&self, image: &str) -> RuntimeResult<Option<ImageInfo>> {
+        Ok(self.lock().images.get(image).map(|i| ImageInfo {
+            id: format!("sha256:{i}"),
+            repo_tags: vec![i.clone()],
+            repo_digests: vec![],
+            size: 0,
+        }))
+    }
+
+    async fn pull_image(&self, image: &str) -> RuntimeResult<String> {
+        let mut s = self.lock();
+        s.calls.push(format!("pull_image {image}"));
+        if s.images.contains(image) {
+            Ok(format!("sha256:{image}"))
+        } else {
+            Err(RuntimeError::ImageNotFound(format!(
+                "failed to resolve reference {image:?}: not found"
+            )))
+        }
+    }
+
+    async fn list_images(&self) -> RuntimeResult<Vec<ImageInfo>> {
+        Ok(self
+            .lock()
+            .images
+            .iter()
+            .map(|i| ImageInfo {
+                id: format!("sha256:{i}"),
+                repo_tags: vec![i.clone()],
+                repo_digests: vec![],
+                size: 0,
+            })
+            .collect())
+    }
+
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        self.lock().images.remove(image);
+        Ok(())
+    }
+
+    async fn exec(
+        &self,
+        container_id: &str,
+        _cmd: &[String],
+        _tty: bool,
+        _stdin: bool,
+    ) -> RuntimeResult<StreamUrl> {
+        Ok(StreamUrl(format!("http://fake/exec/{container_id}")))
+    }
+
+    async fn attach(
+        &self,
+        container_id: &str,
+        _tty: bool,
+        _stdin: bool,
+    ) -> RuntimeResult<StreamUrl> {
+        Ok(StreamUrl(format!("http://fake/attach/{container_id}")))
+    }
+
+    async fn port_forward(&self, sandbox_id: &str, _ports: &[i32]) -> RuntimeResult<StreamUrl> {
+        Ok(StreamUrl(format!("http://fake/portforward/{sandbox_id}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn pull_of_missing_image_is_typed_not_found() {
+        let rt = FakeRuntime::new();
+        rt.add_image("busybox:latest");
+        assert!(rt.pull_image("busybox:latest").await.is_ok());
+        assert!(matches!(
+            rt.pull_image("nope:1").await,
+            Err(RuntimeError::ImageNotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn exec_answers_are_consumed_in_order_and_last_repeats() {
+        let rt = FakeRuntime::new();
+        rt.add_image("busybox:latest");
+        let sb = rt.run_sandbox(&SandboxConfig::default()).await.unwrap();
+        let cfg = ContainerConfig {
+            name: "app".into(),
+            image: "busybox:latest".into(),
+            ..Default::default()
+        };
+        let id = rt
+            .create_container(&sb, &cfg, &SandboxConfig::default())
+            .await
+            .unwrap();
+        rt.start_container(&id).await.unwrap();
+        rt.script_exec(
+            "app",
+            vec![
+                Err(RuntimeError::Timeout(Duration::from_secs(1))),
+                Ok(ExecResult {
+                    exit_code: 3,
+                    ..Default::default()
+                }),
+            ],
+        );
+        let t = Duration::from_secs(1);
+        assert!(matches!(
+            rt.exec_sync(&id, &[], t).await,
+            Err(RuntimeError::Timeout(_))
+        ));
+        assert_eq!(rt.exec_sync(&id, &[], t).await.unwrap().exit_code, 3);
+        assert_eq!(rt.exec_sync(&id, &[], t).await.unwrap().exit_code, 3);
+        rt.exit_container(&id, 1, "Error");
+        assert!(rt.exec_sync(&id, &[], t).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn removing_a_sandbox_removes_its_containers() {
+        let rt = FakeRuntime::new();
+        rt.add_image("i");
+        let sb = rt.run_sandbox(&SandboxConfig::default()).await.unwrap();
+        let cfg = ContainerConfig {
+            name: "c".into(),
+            image: "i".into(),
+            ..Default::default()
+        };
+        rt.create_container(&sb, &cfg, &SandboxConfig::default())
+            .await
+            .unwrap();
+        rt.stop_sandbox(&sb).await.unwrap();
+        rt.remove_sandbox(&sb).await.unwrap();
+        assert_eq!(rt.sandbox_count(), 0);
+        assert!(
+            rt.list_containers(&Filter::default())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The container runtime boundary (DESIGN.md invariant 2).
+//!
+//! Pod logic talks to containers only through [`Runtime`], in Berth's own small
+//! types, so it is unit-tested against [`fake::FakeRuntime`]; the real
+//! implementation is CRI v1 over containerd's socket (`crate::cri`).
+
+pub mod fake;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// What a runtime call can fail with, typed where pod logic decides on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The image does not exist (locally, or in the registry): ErrImagePull.
+    #[error("{0}")]
+    ImageNotFound(String),
+    /// Pulling failed for another reason (registry unreachable, bad reference).
+    #[error("{0}")]
+    ImagePull(String),
+    /// The sandbox or container does not exist (already removed).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A call with a deadline (exec_sync) ran past it.
+    #[error("command timed out after {0:?}")]
+    Timeout(Duration),
+    /// The runtime cannot be reached.
+    #[error("container runtime unavailable: {0}")]
+    Unavailable(String),
+    /// Any other runtime error, with the runtime's message.
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type RuntimeResult<T> = Result<T, RuntimeError>;
+
+/// A port the sandbox publishes on the host (hostPort).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortMapping {
+    pub protocol: Protocol,
+    pub container_port: i32,
+    pub host_port: i32,
+    pub host_ip: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+/// DNS settings written into the sandbox's resolv.conf.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DnsConfig {
+    pub servers: Vec<String>,
+    pub searches: Vec<String>,
+    pub options: Vec<String>,
+}
+
+/// Everything needed to create a pod sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxConfig {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    pub attempt: u32,
+    pub hostname: String,
+    pub log_directory: String,
+    pub dns: Option<DnsConfig>,
+    pub port_mappings: Vec<PortMapping>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// The pod's cgroup (cgroupfs path), under its QoS class's cgroup.
+    pub cgroup_parent: String,
+    pub host_network: bool,
+    pub host_pid: bool,
+    pub host_ipc: bool,
+    /// Sysctls for the sandbox (namespaced ones only).
+    pub sysctls: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxState {
+    Ready,
+    NotReady,
+}
+
+/// A sandbox as the runtime reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxStatus {
+    pub id: String,
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    pub attempt: u32,
+    pub state: SandboxState,
+    pub created_at: Option<DateTime<Utc>>,
+    /// The pod's primary IP and any others (dual stack), empty with host network.
+    pub ips: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A filesystem mount into a container.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mount {
+    pub container_path: String,
+    pub host_path: String,
+    pub readonly: bool,
+}
+
+/// Linux resources for a container (cgroup settings the runtime applies).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinuxResources {
+    /// CFS period in microseconds (0: runtime default).
+    pub cpu_period: i64,
+    /// CFS quota in microseconds (0 or negative: unlimited).
+    pub cpu_quota: i64,
+    /// cpu.shares (v1) / weight derived from it (v2).
+    pub cpu_shares: i64,
+    /// Memory limit in bytes (0: unlimited).
+    pub memory_limit_in_bytes: i64,
+    pub oom_score_adj: i64,
+}
+
+/// Everything needed to create a container in a sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerConfig {
+    pub name: String,
+    pub attempt: u32,
+    /// The image as the runtime knows it (the reference pull returned, or the name).
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+    pub working_dir: String,
+    pub envs: Vec<(String, String)>,
+    pub mounts: Vec<Mount>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    /// Relative to the sandbox's log directory.
+    pub log_path: String,
+    pub stdin: bool,
+    pub stdin_once: bool,
+    pub tty: bool,
+    pub resources: LinuxResources,
+    pub privileged: bool,
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
+    pub readonly_rootfs: bool,
+    /// Share the PID namespace of this container (ephemeral containers' target).
+    pub target_container_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+/// A container as the runtime reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerStatus {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub state: ContainerState,
+    pub created_at: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub exit_code: i32,
+    /// The runtime's reason for an exit (containerd: "Completed", "Error", "OOMKilled").
+    pub reason: String,
+    pub message: String,
+    pub image: String,
+    pub image_ref: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub log_path: String,
+}
+
+/// An image present in the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInfo {
+    pub id: String,
+    pub repo_tags: Vec<String>,
+    pub repo_digests: Vec<String>,
+    pub size: u64,
+}
+
+/// The result of a command run to completion in a container.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecResult {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+/// Which sandboxes/containers to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only this sandbox (for containers: only containers in it).
+    pub sandbox_id: Option<String>,
+    /// Every label here must match.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Where a streaming session (exec/attach/port-forward) is served by the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamUrl(pub String);
+
+/// A container runtime, as the node agent needs it.
+#[async_trait::async_trait]
+pub trait Runtime: Send + Sync + 'static {
+    /// Runtime name and version, e.g. ("containerd", "1.6.20").
+    async fn version(&self) -> RuntimeResult<(String, String)>;
+
+    /// Creates and starts a sandbox (network namespace, pause container); its id.
+    async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String>;
+    /// Stops a sandbox's containers and tears down its network; idempotent.
+    async fn stop_sandbox(&self, id: &str) -> RuntimeResult<()>;
+    /// Removes a stopped sandbox; a missing one is not an error.
+    async fn remove_sandbox(&self, id: &str) -> RuntimeResult<()>;
+    async fn sandbox_status(&self, id: &str) -> RuntimeResult<SandboxStatus>;
+    async fn list_sandboxes(&self, filter: &Filter) -> RuntimeResult<Vec<SandboxStatus>>;
+
+    /// Creates a container in a sandbox; its id.
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        sandbox: &SandboxConfig,
+    ) -> RuntimeResult<String>;
+    async fn start_container(&self, id: &str) -> RuntimeResult<()>;
+    /// Sends SIGTERM (or the image's stop signal), then SIGKILL after `grace`.
+    async fn stop_container(&self, id: &str, grace: Duration) -> RuntimeResult<()>;
+    /// Removes a container; a missing one is not an error.
+    async fn remove_container(&self, id: &str) -> RuntimeResult<()>;
+    async fn container_status(&self, id: &str) -> RuntimeResult<ContainerStatus>;
+    async fn list_containers(&self, filter: &Filter) -> RuntimeResult<Vec<ContainerStatus>>;
+
+    /// Runs `cmd` in a running container and waits at most `timeout` for it.
+    /// Running past the deadline is [`RuntimeError::Timeout`].
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: &[String],
+        timeout: Duration,
+    ) -> RuntimeResult<ExecResult>;
+
+    /// The image's status, None when it is not present.
+    async fn image_status(&self, image: &str) -> RuntimeResult<Option<ImageInfo>>;
+    /// Pulls an image; its reference (image id). A missing image is
+    /// [`RuntimeError::ImageNotFound`].
+    async fn pull_image(&self, image: &str) -> RuntimeResult<String>;
+    async fn list_images(&self) -> RuntimeResult<Vec<ImageInfo>>;
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()>;
+
+    /// Streaming endpoints (served by the runtime's streaming server).
+    async fn exec(
+        &self,
+        container_id: &str,
+        cmd: &[String],
+        tty: bool,
+        stdin: bool,
+    ) -> RuntimeResult<StreamUrl>;
+    async fn attach(&self, container_id: &str, tty: bool, stdin: bool) -> RuntimeResult<StreamUrl>;
+    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<StreamUrl>;
+}
