@@ -91,6 +91,9 @@ struct ServerArgs {
     /// Run this many simulated nodes (sim-node-0…) inside the server.
     #[arg(long, default_value_t = 0)]
     simulate_nodes: usize,
+    /// Do not run the node agent on this machine (as k3s's --disable-agent).
+    #[arg(long)]
+    disable_agent: bool,
 }
 
 async fn server(args: ServerArgs) -> Result<()> {

@@ -47,6 +47,7 @@ pub struct Server {
     pub http: String,
     pub kubeconfig: PathBuf,
     extra_args: Vec<String>,
+    agent: bool,
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -71,8 +72,19 @@ impl Server {
         Self::start_with(temp_dir(tag), &[])
     }
 
+    /// A server that also runs the real node agent (containerd, CNI): only the node
+    /// suites ask for one; every other server runs with `--disable-agent`.
+    pub fn start_with_agent(tag: &str) -> Server {
+        Self::spawn(temp_dir(tag), &[], true)
+    }
+
     pub fn start_with(data_dir: PathBuf, extra: &[&str]) -> Server {
+        Self::spawn(data_dir, extra, false)
+    }
+
+    fn spawn(data_dir: PathBuf, extra: &[&str], agent: bool) -> Server {
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let no_agent: &[&str] = if agent { &[] } else { &["--disable-agent"] };
         let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .args([
                 "server",
@@ -85,6 +97,7 @@ impl Server {
                 "--data-dir",
             ])
             .arg(&data_dir)
+            .args(no_agent)
             .args(&extra_args)
             .env("BERTH_LOG", "warn")
             .stdout(Stdio::piped())
@@ -122,6 +135,7 @@ impl Server {
             http,
             kubeconfig,
             extra_args,
+            agent,
         };
         s.wait_ready();
         s
@@ -231,9 +245,10 @@ impl Server {
         self.kill9();
         let dir = self.data_dir.clone();
         let extra: Vec<String> = std::mem::take(&mut self.extra_args);
+        let agent = self.agent;
         std::mem::forget(self);
         let refs: Vec<&str> = extra.iter().map(String::as_str).collect();
-        Server::start_with(dir, &refs)
+        Server::spawn(dir, &refs, agent)
     }
 }
 
