@@ -2,6 +2,15 @@
 //! the node library, heartbeating their Leases in batches, and driving pods bound
 //! to them through ContainerCreating → Running (or Failed) without containers, as
 //! kwok does.
+//!
+//! Pods steer their simulated lifecycle with annotations:
+//!
+//! | annotation | effect |
+//! | --- | --- |
+//! | `sim.berth.dev/fail: "true"` | the containers exit 1 (reason `Error`) instead of starting; the pod becomes `Failed` |
+//! | `sim.berth.dev/run-seconds: "N"` | the pod runs (Ready) for N seconds, then its containers exit 0 (reason `Completed`), or 1 (reason `Error`) with `fail` also set; with `restartPolicy` `Never` or `OnFailure` the pod becomes `Succeeded` (or `Failed`). Under `Always` a real kubelet would restart the containers, so the annotation is ignored there. |
+//!
+//! Jobs use `run-seconds` to finish and `fail` (with or without it) to fail.
 
 mod pods;
 
@@ -25,6 +34,8 @@ use crate::node::{
 
 /// Annotation that makes a simulated pod fail (container exits 1).
 pub const FAIL_ANNOTATION: &str = "sim.berth.dev/fail";
+/// Annotation: seconds a simulated pod runs before its containers terminate.
+pub const RUN_SECONDS_ANNOTATION: &str = "sim.berth.dev/run-seconds";
 
 /// How many API requests the simulator keeps in flight for node-level work.
 const CONCURRENCY: usize = 32;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
-use super::{FAIL_ANNOTATION, SimConfig};
+use super::{FAIL_ANNOTATION, RUN_SECONDS_ANNOTATION, SimConfig};
 use crate::Result;
 
 /// Pod API writes in flight at once, so a burst of pods cannot flood the server.
@@ -186,6 +186,7 @@ impl PodDriver {
             .as_ref()
             .and_then(|a| a.get(FAIL_ANNOTATION))
             .is_some_and(|v| v == "true");
+        let run_for = run_for(pod);
         let api: Api<Pod> = Api::namespaced(
             self.client.clone(),
             pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -201,12 +202,20 @@ impl PodDriver {
                 return;
             }
             tokio::time::sleep(delay).await;
-            let next = if fail {
-                failed_status(&pod, &host_ip, pod_ip.as_deref(), &started)
+            let next = if fail && run_for.is_none() {
+                terminated_status(&pod, &host_ip, pod_ip.as_deref(), &started, 1)
             } else {
                 running_status(&pod, &host_ip, pod_ip.as_deref(), &started)
             };
-            let _ = patch_status(&api, &name, &permits, next).await;
+            if patch_status(&api, &name, &permits, next).await.is_err() {
+                return;
+            }
+            if let Some(d) = run_for {
+                tokio::time::sleep(d).await;
+                let code = if fail { 1 } else { 0 };
+                let done = terminated_status(&pod, &host_ip, pod_ip.as_deref(), &started, code);
+                let _ = patch_status(&api, &name, &permits, done).await;
+            }
         });
     }
 
@@ -244,6 +253,29 @@ impl PodDriver {
             }
         });
     }
+}
+
+/// How long the pod runs before its containers exit (`sim.berth.dev/run-seconds`);
+/// `None` when unset, unparsable, or under `restartPolicy: Always` (a kubelet
+/// would restart the containers, so the pod never finishes).
+fn run_for(pod: &Pod) -> Option<Duration> {
+    let policy = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always");
+    if policy == "Always" {
+        return None;
+    }
+    let secs: f64 = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(RUN_SECONDS_ANNOTATION)?
+        .trim()
+        .parse()
+        .ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
 async fn patch_status(
@@ -454,13 +486,25 @@ fn running_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str)
     st
 }
 
-fn failed_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) -> Value {
+/// Every container exited with `exit_code`: the pod is Succeeded (0) or Failed.
+fn terminated_status(
+    pod: &Pod,
+    host_ip: &str,
+    pod_ip: Option<&str>,
+    started: &str,
+    exit_code: i32,
+) -> Value {
     let (cs, inits) = containers(pod);
     let at = now();
+    let (phase, pod_reason, reason) = if exit_code == 0 {
+        ("Succeeded", "PodCompleted", "Completed")
+    } else {
+        ("Failed", "PodFailed", "Error")
+    };
     let mut scheduled = condition("PodScheduled", true, None, None, &at);
     scheduled["lastTransitionTime"] = scheduled_at(pod, started);
     let mut st = host(host_ip);
-    st["phase"] = json!("Failed");
+    st["phase"] = json!(phase);
     st["startTime"] = json!(started);
     if let Some(ip) = pod_ip {
         st["podIP"] = json!(ip);
@@ -469,8 +513,8 @@ fn failed_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) 
     st["conditions"] = json!([
         condition("PodReadyToStartContainers", false, None, None, &at),
         condition("Initialized", true, None, None, &at),
-        condition("Ready", false, Some("PodFailed"), None, &at),
-        condition("ContainersReady", false, Some("PodFailed"), None, &at),
+        condition("Ready", false, Some(pod_reason), None, &at),
+        condition("ContainersReady", false, Some(pod_reason), None, &at),
         scheduled,
     ]);
     st["containerStatuses"] = cs
@@ -479,7 +523,7 @@ fn failed_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) 
             json!({
                 "name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": image_id(c),
                 "containerID": container_id(pod, c), "ready": false, "restartCount": 0, "started": false,
-                "state": { "terminated": { "exitCode": 1, "reason": "Error", "startedAt": started, "finishedAt": at, "containerID": container_id(pod, c) } },
+                "state": { "terminated": { "exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": at, "containerID": container_id(pod, c) } },
             })
         })
         .collect();
@@ -487,4 +531,65 @@ fn failed_status(pod: &Pod, host_ip: &str, pod_ip: Option<&str>, started: &str) 
         st["initContainerStatuses"] = init_done(pod, started, &at);
     }
     st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(policy: Option<&str>, run: Option<&str>) -> Pod {
+        let mut p = Pod::default();
+        p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            restart_policy: policy.map(String::from),
+            ..Default::default()
+        });
+        if let Some(r) = run {
+            p.metadata.annotations =
+                Some([(RUN_SECONDS_ANNOTATION.to_string(), r.to_string())].into());
+        }
+        p
+    }
+
+    #[test]
+    fn run_seconds_only_for_pods_that_may_finish() {
+        let cases = [
+            (Some("Never"), Some("2"), Some(Duration::from_secs(2))),
+            (
+                Some("OnFailure"),
+                Some("0.5"),
+                Some(Duration::from_millis(500)),
+            ),
+            (Some("Always"), Some("2"), None),
+            (None, Some("2"), None),
+            (Some("Never"), None, None),
+            (Some("Never"), Some("soon"), None),
+            (Some("Never"), Some("-1"), None),
+        ];
+        for (policy, run, want) in cases {
+            assert_eq!(run_for(&pod(policy, run)), want, "{policy:?} {run:?}");
+        }
+    }
+
+    #[test]
+    fn terminated_status_phase_follows_exit_code() {
+        let mut p = pod(Some("Never"), None);
+        if let Some(s) = p.spec.as_mut() {
+            s.containers = vec![Container {
+                name: "c".into(),
+                ..Default::default()
+            }];
+        }
+        let ok = terminated_status(&p, "10.0.0.1", None, "t", 0);
+        assert_eq!(ok["phase"], "Succeeded");
+        assert_eq!(
+            ok["containerStatuses"][0]["state"]["terminated"]["reason"],
+            "Completed"
+        );
+        let bad = terminated_status(&p, "10.0.0.1", None, "t", 1);
+        assert_eq!(bad["phase"], "Failed");
+        assert_eq!(
+            bad["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+            1
+        );
+    }
 }
