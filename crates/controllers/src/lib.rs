@@ -4,9 +4,12 @@
 
 pub mod deployment;
 pub mod garbagecollector;
+pub mod history;
 pub mod namespace;
+pub mod podutil;
 pub mod replicaset;
 pub mod serviceaccount;
+pub mod statefulset;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -23,6 +26,7 @@ pub async fn run_all(client: kube::Client) {
         garbagecollector::run(client.clone()),
         serviceaccount::run(client.clone()),
         replicaset::run(client.clone()),
+        statefulset::run(client.clone()),
         deployment::run(client),
     );
 }
