@@ -32,7 +32,8 @@ use tracing::info;
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
-/// Recent events the watch cache keeps for watchers resuming from a resourceVersion.
+/// Most events the watch cache keeps over all resources for watchers resuming
+/// from a resourceVersion (each resource keeps its last 75 s within this cap).
 pub const WATCH_CACHE_EVENTS: usize = 10_000;
 
 #[derive(Debug, Clone)]
@@ -124,8 +125,11 @@ impl ApiServer {
         let state = Arc::new(server::State {
             rest: rest::Rest {
                 store: store.clone(),
-                cache: watchcache::WatchCache::start(store.clone(), config.watch_cache_events)
-                    .await?,
+                cache: watchcache::WatchCache::start(
+                    store.clone(),
+                    watchcache::HistoryLimits::new(config.watch_cache_events),
+                )
+                .await?,
             },
             metrics: metrics::Metrics::default(),
             admin_token: pki.admin_token.clone(),

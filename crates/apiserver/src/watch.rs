@@ -134,7 +134,7 @@ pub async fn start(
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last_rev = sub.revision;
         let initial = from.is_none() || send_initial;
-        let mut live = sub.live;
+        let mut feed = sub.feed;
         for ev in sub.replay {
             if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
                 && !em.send(kind, to_version(obj)).await
@@ -159,20 +159,22 @@ pub async fn start(
                     let bm = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": last_rev.to_string()}});
                     if !em.send("BOOKMARK", bm).await { return; }
                 }
-                ev = live.recv() => {
-                    let ev = match ev {
-                        Ok(ev) => ev,
-                        // Too slow to keep up, or the cache reset: end the watch; the
-                        // client resumes from its last resourceVersion (upstream closes
-                        // slow watchers the same way).
+                batch = feed.next(last_rev) => {
+                    let (events, up_to) = match batch {
+                        Ok(b) => b,
+                        // Fell behind this resource's window, or the cache reset: end
+                        // the watch; the client resumes from its last resourceVersion
+                        // (and relists on 410), as upstream ends a too-slow watcher.
                         Err(_) => return,
                     };
-                    if ev.revision <= last_rev {
-                        continue;
+                    for ev in events {
+                        if ev.revision <= last_rev {
+                            continue;
+                        }
+                        if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
+                            && !em.send(kind, to_version(obj)).await { return; }
                     }
-                    last_rev = ev.revision;
-                    if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
-                        && !em.send(kind, to_version(obj)).await { return; }
+                    last_rev = last_rev.max(up_to);
                 }
             }
         }
@@ -244,6 +246,7 @@ fn cache_error(e: CacheError) -> Value {
         CacheError::NotReady(rv) => {
             ApiError::timeout(format!("Too large resource version: {rv}")).to_status()
         }
+        CacheError::Reset => ApiError::gone("the watch cache was reset; relist").to_status(),
         CacheError::Store(e) => ApiError::from(e).to_status(),
     }
 }

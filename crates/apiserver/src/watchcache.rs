@@ -1,27 +1,71 @@
 //! The watch cache: every object under `/registry/` held as its stored bytes
 //! (not decoded: upstream's decoded cache costs about 5× the object size), fed
-//! by ONE store watch, with a bounded window of recent events. Watches are
-//! served from it, so N watchers cost one store watch, and a watch from a
-//! recent resourceVersion replays from memory.
+//! by ONE store watch, with a window of recent events PER RESOURCE (as
+//! upstream's one cacher per resource). Watches are served from it, so N
+//! watchers cost one store watch, and a watch from a recent resourceVersion
+//! replays from memory.
 //!
 //! Because the single store watch sees every write, the cache's revision is
 //! the store's revision as of the last event applied: a client that listed at
 //! revision R can watch from R as soon as the cache has caught up to R.
+//!
+//! History bounds ([`HistoryLimits`]): each resource keeps its events for at
+//! least [`EVENT_FRESH`] (upstream's eventFreshDuration, 75 s) and at least its
+//! last [`MIN_KEEP`] events however old; all resources together keep at most
+//! `--watch-cache-events` events. When over that cap, the resource holding the
+//! MOST events gives up its oldest one, so a busy resource (5,000 node Leases
+//! renewing every 10 s) cannot push a quiet one (Nodes, Pods) out of its
+//! window: each resource's window grows with its own load and the total memory
+//! stays bounded.
+//!
+//! Watchers pull: each resource has a `watch` channel carrying its latest
+//! revision; a watcher woken by it reads the events after its own last
+//! revision from the history. A slow watcher therefore never "lags" a
+//! broadcast; it only ends when it falls behind its resource's window (and
+//! then resumes from its last resourceVersion, or relists on 410).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use berth_store::{Event, RangeRequest, Store, StoreError};
 use bytes::Bytes;
 use futures::StreamExt;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, watch};
 use tracing::warn;
 
 /// The whole keyspace the API server writes.
 const ROOT: &str = "/registry/";
 /// How long a watch from a revision the cache has not reached yet waits (upstream: 3 s).
 const CATCH_UP_WAIT: Duration = Duration::from_secs(3);
+/// Upstream's eventFreshDuration: how long an event stays replayable at least
+/// (within the total cap).
+pub const EVENT_FRESH: Duration = Duration::from_secs(75);
+/// Events a resource keeps however old they are (upstream's smallest cacher is 100).
+pub const MIN_KEEP: usize = 100;
+/// How often idle resources drop events older than the fresh window.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+/// How much history the cache keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryLimits {
+    /// Most events kept over all resources (`--watch-cache-events`).
+    pub total_events: usize,
+    /// Events younger than this are kept (within `total_events`).
+    pub fresh: Duration,
+    /// Events each resource keeps however old.
+    pub min_keep: usize,
+}
+
+impl HistoryLimits {
+    pub fn new(total_events: usize) -> Self {
+        HistoryLimits {
+            total_events: total_events.max(1),
+            fresh: EVENT_FRESH,
+            min_keep: MIN_KEEP,
+        }
+    }
+}
 
 /// One object version: the stored bytes and the revision that wrote them.
 #[derive(Debug, Clone)]
@@ -38,6 +82,8 @@ pub struct CachedEvent {
     pub object: Option<Arc<Stored>>,
     /// The version before this event; `None` for a creation.
     pub prev: Option<Arc<Stored>>,
+    /// When the cache applied it (for the fresh window).
+    pub at: Instant,
 }
 
 #[derive(Debug)]
@@ -49,51 +95,168 @@ pub enum CacheError {
     },
     /// The cache did not reach the requested revision in time (HTTP 504).
     NotReady(i64),
+    /// The cache reloaded from the store: watchers end and their clients resume.
+    Reset,
     Store(StoreError),
+}
+
+/// One resource's (`/registry/<resource>/…`) history.
+struct History {
+    events: VecDeque<Arc<CachedEvent>>,
+    /// Events of this resource up to this revision may be missing from `events`.
+    oldest: i64,
+    /// The revision of this resource's last event, for its watchers.
+    progress: watch::Sender<i64>,
+}
+
+impl History {
+    fn new(oldest: i64) -> Self {
+        History {
+            events: VecDeque::new(),
+            oldest,
+            progress: watch::Sender::new(oldest),
+        }
+    }
+
+    fn pop_oldest(&mut self) {
+        if let Some(old) = self.events.pop_front() {
+            self.oldest = old.revision;
+        }
+    }
+
+    /// Drops events older than the fresh window beyond the `min_keep` newest;
+    /// returns how many it dropped.
+    fn trim_stale(&mut self, limits: &HistoryLimits, now: Instant) -> usize {
+        let mut dropped = 0;
+        while self.events.len() > limits.min_keep
+            && self
+                .events
+                .front()
+                .is_some_and(|e| now.duration_since(e.at) > limits.fresh)
+        {
+            self.pop_oldest();
+            dropped += 1;
+        }
+        // Give memory back after a burst.
+        if self.events.capacity() > 4 * self.events.len().max(limits.min_keep) {
+            self.events.shrink_to(2 * self.events.len());
+        }
+        dropped
+    }
 }
 
 struct Inner {
     objects: BTreeMap<String, Arc<Stored>>,
     /// Revision of the last applied event (or of the initial list).
     revision: i64,
-    history: VecDeque<Arc<CachedEvent>>,
-    /// Events up to this revision may be missing from `history`.
-    oldest: i64,
-    events: broadcast::Sender<Arc<CachedEvent>>,
+    /// Revision of the initial list: a resource without history yet has every
+    /// event after it.
+    base: i64,
+    histories: HashMap<String, History>,
+    /// Events held over all histories.
+    total: usize,
+}
+
+impl Inner {
+    fn new(objects: BTreeMap<String, Arc<Stored>>, revision: i64) -> Self {
+        Inner {
+            objects,
+            revision,
+            base: revision,
+            histories: HashMap::new(),
+            total: 0,
+        }
+    }
+
+    fn history(&mut self, resource: &str) -> &mut History {
+        let base = self.base;
+        self.histories
+            .entry(resource.to_string())
+            .or_insert_with(|| History::new(base))
+    }
+
+    /// Enforces the total cap: the resource with the most events gives up its oldest.
+    fn enforce_total(&mut self, limits: &HistoryLimits) {
+        while self.total > limits.total_events {
+            let Some(biggest) = self.histories.values_mut().max_by_key(|h| h.events.len()) else {
+                return;
+            };
+            if biggest.events.is_empty() {
+                return;
+            }
+            biggest.pop_oldest();
+            self.total -= 1;
+        }
+    }
+
+    fn trim_stale(&mut self, limits: &HistoryLimits, now: Instant) {
+        let mut dropped = 0;
+        for h in self.histories.values_mut() {
+            dropped += h.trim_stale(limits, now);
+        }
+        self.total -= dropped;
+    }
+}
+
+/// The resource a key or a watch prefix belongs to: `/registry/pods/ns/name` →
+/// `pods`, `/registry/deployments.apps/` → `deployments.apps`.
+pub fn resource_of(key: &str) -> &str {
+    let rest = key.strip_prefix(ROOT).unwrap_or(key);
+    rest.split('/').next().unwrap_or(rest)
 }
 
 pub struct WatchCache {
     inner: RwLock<Inner>,
     progressed: Notify,
-    capacity: usize,
+    limits: HistoryLimits,
 }
 
 /// A watch's starting point: the events to replay, then the live feed.
 pub struct Subscription {
     pub replay: Vec<Arc<CachedEvent>>,
-    pub live: broadcast::Receiver<Arc<CachedEvent>>,
     /// The revision `replay` brings the watcher to.
     pub revision: i64,
+    pub feed: Feed,
+}
+
+/// The events of one resource under one prefix after a watcher's last revision.
+pub struct Feed {
+    cache: Arc<WatchCache>,
+    resource: String,
+    prefix: String,
+    progress: watch::Receiver<i64>,
+}
+
+impl Feed {
+    /// Waits for this resource's next events after `after` (a watcher's last
+    /// revision) and returns them in order, only those under the prefix (so
+    /// possibly none). `TooOld` when the watcher fell behind the window,
+    /// `Reset` when the cache reloaded.
+    /// Also returns the resource's latest revision, which the watcher has now
+    /// seen everything up to.
+    pub async fn next(&mut self, after: i64) -> Result<(Vec<Arc<CachedEvent>>, i64), CacheError> {
+        if self.progress.changed().await.is_err() {
+            return Err(CacheError::Reset);
+        }
+        self.cache.events_after(&self.resource, &self.prefix, after)
+    }
 }
 
 impl WatchCache {
     /// Loads every object and starts following the store.
-    pub async fn start(store: Arc<dyn Store>, capacity: usize) -> Result<Arc<Self>, StoreError> {
+    pub async fn start(
+        store: Arc<dyn Store>,
+        limits: HistoryLimits,
+    ) -> Result<Arc<Self>, StoreError> {
         let (objects, revision) = load(store.as_ref()).await?;
-        let (events, _) = broadcast::channel(capacity.max(16));
         let cache = Arc::new(WatchCache {
-            inner: RwLock::new(Inner {
-                objects,
-                revision,
-                history: VecDeque::new(),
-                oldest: revision,
-                events,
-            }),
+            inner: RwLock::new(Inner::new(objects, revision)),
             progressed: Notify::new(),
-            capacity,
+            limits,
         });
         let feeder = cache.clone();
         tokio::spawn(async move { feeder.follow(store).await });
+        tokio::spawn(trim_loop(Arc::downgrade(&cache)));
         Ok(cache)
     }
 
@@ -118,19 +281,10 @@ impl WatchCache {
                 }
             }
             // The feed broke (e.g. compacted past us): reload, and end every live
-            // watch so its client relists, as upstream does when its cache resets.
+            // watch (dropping the histories closes their feeds) so its client
+            // relists, as upstream does when its cache resets.
             match load(store.as_ref()).await {
-                Ok((objects, revision)) => {
-                    let mut inner = self.write();
-                    let (events, _) = broadcast::channel(self.capacity.max(16));
-                    *inner = Inner {
-                        objects,
-                        revision,
-                        history: VecDeque::new(),
-                        oldest: revision,
-                        events,
-                    };
-                }
+                Ok((objects, revision)) => *self.write() = Inner::new(objects, revision),
                 Err(e) => {
                     warn!(error = %e, "watch cache: reload failed; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -148,40 +302,40 @@ impl WatchCache {
     }
 
     fn apply(&self, ev: Event) {
-        let cached = match ev {
-            Event::Put { kv, .. } => CachedEvent {
-                revision: kv.mod_revision,
-                key: kv.key.clone(),
-                object: Some(Arc::new(Stored {
+        let (revision, key, object) = match ev {
+            Event::Put { kv, .. } => (
+                kv.mod_revision,
+                kv.key,
+                Some(Arc::new(Stored {
                     bytes: kv.value,
                     mod_revision: kv.mod_revision,
                 })),
-                prev: None,
-            },
-            Event::Delete { prev, revision } => CachedEvent {
-                revision,
-                key: prev.key.clone(),
-                object: None,
-                prev: None,
-            },
+            ),
+            Event::Delete { prev, revision } => (revision, prev.key, None),
         };
         let mut inner = self.write();
-        let mut cached = cached;
-        cached.prev = match &cached.object {
-            Some(obj) => inner.objects.insert(cached.key.clone(), obj.clone()),
-            None => inner.objects.remove(&cached.key),
+        let prev = match &object {
+            Some(obj) => inner.objects.insert(key.clone(), obj.clone()),
+            None => inner.objects.remove(&key),
         };
-        let cached = Arc::new(cached);
-        inner.revision = cached.revision;
-        inner.history.push_back(cached.clone());
-        while inner.history.len() > self.capacity {
-            if let Some(old) = inner.history.pop_front() {
-                inner.oldest = old.revision;
-            }
-        }
-        // Sent under the lock: a subscriber taken under the read lock sees
-        // exactly the events after its snapshot.
-        let _ = inner.events.send(cached);
+        let now = Instant::now();
+        let cached = Arc::new(CachedEvent {
+            revision,
+            key,
+            object,
+            prev,
+            at: now,
+        });
+        inner.revision = revision;
+        let limits = self.limits;
+        let history = inner.history(resource_of(&cached.key));
+        history.events.push_back(cached);
+        let dropped = history.trim_stale(&limits, now);
+        // Under the lock: a watcher that subscribed under the read lock has
+        // every event up to its snapshot, and is told about every one after.
+        history.progress.send_replace(revision);
+        inner.total = inner.total + 1 - dropped;
+        inner.enforce_total(&limits);
         drop(inner);
         self.progressed.notify_waiters();
     }
@@ -189,6 +343,17 @@ impl WatchCache {
     /// The cache's revision.
     pub fn revision(&self) -> i64 {
         self.read().revision
+    }
+
+    /// Events held over all resources, and per resource (for tests and metrics).
+    pub fn history_sizes(&self) -> (usize, BTreeMap<String, usize>) {
+        let inner = self.read();
+        let per = inner
+            .histories
+            .iter()
+            .map(|(r, h)| (r.clone(), h.events.len()))
+            .collect();
+        (inner.total, per)
     }
 
     /// Waits until the cache has applied everything up to `revision`.
@@ -221,18 +386,53 @@ impl WatchCache {
         (items, inner.revision)
     }
 
-    /// Starts a watch on `prefix`: from the current state (`after == None`,
-    /// replayed as creations) or from the events after `after`.
-    pub async fn subscribe(
+    /// The events of `resource` under `prefix` after revision `after`.
+    fn events_after(
         &self,
+        resource: &str,
+        prefix: &str,
+        after: i64,
+    ) -> Result<(Vec<Arc<CachedEvent>>, i64), CacheError> {
+        let inner = self.read();
+        let Some(history) = inner.histories.get(resource) else {
+            // Histories only disappear when the cache resets.
+            return Err(CacheError::Reset);
+        };
+        if after < history.oldest {
+            return Err(CacheError::TooOld {
+                requested: after,
+                oldest: history.oldest,
+            });
+        }
+        let start = history.events.partition_point(|e| e.revision <= after);
+        let events = history
+            .events
+            .range(start..)
+            .filter(|e| e.key.starts_with(prefix))
+            .cloned()
+            .collect();
+        let latest = history
+            .events
+            .back()
+            .map_or(after, |e| e.revision.max(after));
+        Ok((events, latest))
+    }
+
+    /// Starts a watch on `prefix` (one resource's, possibly one namespace's):
+    /// from the current state (`after == None`, replayed as creations) or from
+    /// the events after `after`.
+    pub async fn subscribe(
+        self: &Arc<Self>,
         prefix: &str,
         after: Option<i64>,
     ) -> Result<Subscription, CacheError> {
         if let Some(rv) = after {
             self.wait_for(rv).await?;
         }
-        let inner = self.read();
-        let live = inner.events.subscribe();
+        let resource = resource_of(prefix).to_string();
+        let mut inner = self.write();
+        let revision = inner.revision;
+        let progress = inner.history(&resource).progress.subscribe();
         let replay = match after {
             None => inner
                 .objects
@@ -244,29 +444,51 @@ impl WatchCache {
                         key: k.clone(),
                         object: Some(v.clone()),
                         prev: None,
+                        at: Instant::now(),
                     })
                 })
                 .collect(),
             Some(rv) => {
-                if rv < inner.oldest {
+                let history = inner.history(&resource);
+                if rv < history.oldest {
                     return Err(CacheError::TooOld {
                         requested: rv,
-                        oldest: inner.oldest,
+                        oldest: history.oldest,
                     });
                 }
-                inner
-                    .history
-                    .iter()
-                    .filter(|e| e.revision > rv && e.key.starts_with(prefix))
+                let start = history.events.partition_point(|e| e.revision <= rv);
+                history
+                    .events
+                    .range(start..)
+                    .filter(|e| e.key.starts_with(prefix))
                     .cloned()
                     .collect()
             }
         };
         Ok(Subscription {
             replay,
-            live,
-            revision: inner.revision,
+            revision,
+            feed: Feed {
+                cache: self.clone(),
+                resource,
+                prefix: prefix.to_string(),
+                progress,
+            },
         })
+    }
+}
+
+/// Drops stale events of resources that stopped changing (a resource trims
+/// itself on each of its own events).
+async fn trim_loop(cache: Weak<WatchCache>) {
+    let mut tick = tokio::time::interval(TRIM_EVERY);
+    loop {
+        tick.tick().await;
+        let Some(cache) = cache.upgrade() else {
+            return;
+        };
+        let limits = cache.limits;
+        cache.write().trim_stale(&limits, Instant::now());
     }
 }
 
@@ -311,29 +533,57 @@ mod tests {
         (Arc::new(s), dir)
     }
 
+    /// Creates or updates `key`; returns the revision of the write.
+    async fn put(store: &Arc<dyn Store>, key: &str) -> i64 {
+        let value = Bytes::from_static(b"{}");
+        let kv = match store.get(key).await.unwrap() {
+            Some(old) => store.update(key, value, old.mod_revision).await,
+            None => store.create(key, value).await,
+        };
+        kv.unwrap().mod_revision
+    }
+
+    fn limits(total_events: usize, min_keep: usize, fresh: Duration) -> HistoryLimits {
+        HistoryLimits {
+            total_events,
+            fresh,
+            min_keep,
+        }
+    }
+
+    #[test]
+    fn keys_and_prefixes_map_to_their_resource() {
+        for (key, resource) in [
+            ("/registry/pods/ns/p", "pods"),
+            ("/registry/pods/", "pods"),
+            ("/registry/pods/ns/", "pods"),
+            ("/registry/minions/n1", "minions"),
+            ("/registry/deployments.apps/ns/d", "deployments.apps"),
+            (
+                "/registry/leases.coordination.k8s.io/kube-node-lease/n",
+                "leases.coordination.k8s.io",
+            ),
+        ] {
+            assert_eq!(resource_of(key), resource, "{key}");
+        }
+    }
+
     #[tokio::test]
     async fn replays_history_and_follows_live_writes() {
         let (store, dir) = store().await;
-        store
-            .create("/registry/pods/a/p1", Bytes::from_static(b"{}"))
+        put(&store, "/registry/pods/a/p1").await;
+        let cache = WatchCache::start(store.clone(), HistoryLimits::new(100))
             .await
             .unwrap();
-        let cache = WatchCache::start(store.clone(), 100).await.unwrap();
         let (snap, _) = cache.snapshot("/registry/pods/");
         assert_eq!(snap.len(), 1);
-        let kv = store
-            .create("/registry/pods/a/p2", Bytes::from_static(b"{}"))
-            .await
-            .unwrap();
-        store
-            .create("/registry/configmaps/a/c", Bytes::from_static(b"{}"))
-            .await
-            .unwrap();
+        let p2 = put(&store, "/registry/pods/a/p2").await;
+        put(&store, "/registry/configmaps/a/c").await;
         let (_, rev) = store.delete("/registry/pods/a/p1", None).await.unwrap();
         cache.wait_for(rev).await.unwrap();
         // From before p2: p2 created, p1 deleted (with its last version); configmaps filtered out.
         let sub = cache
-            .subscribe("/registry/pods/", Some(kv.mod_revision - 1))
+            .subscribe("/registry/pods/", Some(p2 - 1))
             .await
             .unwrap();
         let got: Vec<(&str, bool)> = sub
@@ -349,32 +599,35 @@ mod tests {
             ]
         );
         assert!(sub.replay[1].prev.is_some());
-        // Live: a watcher subscribed now sees the next write.
-        let mut live = cache.subscribe("/registry/pods/", None).await.unwrap();
-        assert_eq!(live.replay.len(), 1);
-        store
-            .create("/registry/pods/b/p3", Bytes::from_static(b"{}"))
-            .await
-            .unwrap();
-        let ev = tokio::time::timeout(Duration::from_secs(5), live.live.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(ev.key, "/registry/pods/b/p3");
+        // Live: a watcher subscribed now (namespace b) sees the next write there only.
+        let mut live = cache.subscribe("/registry/pods/b/", None).await.unwrap();
+        assert!(live.replay.is_empty());
+        put(&store, "/registry/pods/a/p4").await;
+        let p3 = put(&store, "/registry/pods/b/p3").await;
+        let mut seen = Vec::new();
+        let mut last = live.revision;
+        while last < p3 {
+            let (events, up_to) =
+                tokio::time::timeout(Duration::from_secs(5), live.feed.next(last))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            seen.extend(events.iter().map(|e| e.key.clone()));
+            last = up_to;
+        }
+        assert_eq!(seen, ["/registry/pods/b/p3"]);
         let _ = std::fs::remove_dir_all(dir);
     }
 
     #[tokio::test]
     async fn too_old_and_not_yet_reached_revisions() {
         let (store, dir) = store().await;
-        let cache = WatchCache::start(store.clone(), 2).await.unwrap();
+        let cache = WatchCache::start(store.clone(), limits(2, 0, EVENT_FRESH))
+            .await
+            .unwrap();
         let mut last = 0;
         for i in 0..5 {
-            last = store
-                .create(&format!("/registry/pods/a/p{i}"), Bytes::from_static(b"{}"))
-                .await
-                .unwrap()
-                .mod_revision;
+            last = put(&store, &format!("/registry/pods/a/p{i}")).await;
         }
         cache.wait_for(last).await.unwrap();
         assert!(matches!(
@@ -393,6 +646,89 @@ mod tests {
         assert!(matches!(
             cache.wait_for(last + 100).await,
             Err(CacheError::NotReady(_))
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_busy_resource_does_not_evict_a_quiet_one() {
+        let (store, dir) = store().await;
+        let cache = WatchCache::start(store.clone(), limits(50, 0, EVENT_FRESH))
+            .await
+            .unwrap();
+        let before = put(&store, "/registry/configmaps/a/start").await;
+        put(&store, "/registry/minions/n1").await;
+        put(&store, "/registry/pods/a/p1").await;
+        let mut last = 0;
+        for i in 0..300 {
+            let key = format!(
+                "/registry/leases.coordination.k8s.io/kube-node-lease/n{}",
+                i % 7
+            );
+            last = put(&store, &key).await;
+        }
+        cache.wait_for(last).await.unwrap();
+        let (total, per) = cache.history_sizes();
+        assert_eq!(total, 50);
+        assert_eq!(per["minions"], 1);
+        assert_eq!(per["pods"], 1);
+        // Nodes and pods still replay from before the lease storm; leases do not.
+        for (prefix, key) in [
+            ("/registry/minions/", "/registry/minions/n1"),
+            ("/registry/pods/", "/registry/pods/a/p1"),
+        ] {
+            let sub = cache.subscribe(prefix, Some(before)).await.unwrap();
+            let keys: Vec<&str> = sub.replay.iter().map(|e| e.key.as_str()).collect();
+            assert_eq!(keys, [key]);
+        }
+        assert!(matches!(
+            cache
+                .subscribe("/registry/leases.coordination.k8s.io/", Some(before))
+                .await,
+            Err(CacheError::TooOld { .. })
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn stale_events_beyond_the_minimum_are_dropped() {
+        let (store, dir) = store().await;
+        let cache = WatchCache::start(store.clone(), limits(1000, 3, Duration::ZERO))
+            .await
+            .unwrap();
+        let mut revs = Vec::new();
+        for i in 0..10 {
+            revs.push(put(&store, &format!("/registry/pods/a/p{i}")).await);
+        }
+        cache.wait_for(revs[9]).await.unwrap();
+        assert_eq!(cache.history_sizes().0, 3);
+        assert!(matches!(
+            cache.subscribe("/registry/pods/", Some(revs[5])).await,
+            Err(CacheError::TooOld { .. })
+        ));
+        let sub = cache
+            .subscribe("/registry/pods/", Some(revs[6]))
+            .await
+            .unwrap();
+        assert_eq!(sub.replay.len(), 3);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_watcher_behind_the_window_is_told_too_old() {
+        let (store, dir) = store().await;
+        let cache = WatchCache::start(store.clone(), limits(5, 0, EVENT_FRESH))
+            .await
+            .unwrap();
+        let mut sub = cache.subscribe("/registry/pods/", None).await.unwrap();
+        let mut last = 0;
+        for i in 0..20 {
+            last = put(&store, &format!("/registry/pods/a/p{i}")).await;
+        }
+        cache.wait_for(last).await.unwrap();
+        assert!(matches!(
+            sub.feed.next(sub.revision).await,
+            Err(CacheError::TooOld { .. })
         ));
         let _ = std::fs::remove_dir_all(dir);
     }

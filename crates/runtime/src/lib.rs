@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod error;
 pub mod events;
+pub mod leaderelection;
 mod lru;
 
 pub use clock::{Clock, FakeClock, RealClock};
