@@ -5,6 +5,8 @@
 //! simulator in `sim` both use it. Everything here talks to the cluster only
 //! through the API server (kube-rs), as upstream's kubelet does.
 
+pub mod backoff;
+pub mod envvars;
 pub mod node;
 pub mod runtime;
 pub mod sim;
