@@ -6,7 +6,9 @@
 //! through the API server (kube-rs), as upstream's kubelet does.
 
 pub mod backoff;
+pub mod cri;
 pub mod envvars;
+pub mod images;
 pub mod node;
 pub mod runtime;
 pub mod sim;
@@ -26,6 +28,12 @@ pub enum Error {
     Eviction(String),
     #[error("encoding failed: {0}")]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    MissingRuntime(#[from] cri::MissingRuntime),
+    #[error("container runtime: {0}")]
+    Runtime(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,382 @@
+//! Berth's runtime types ↔ CRI v1 messages.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use k8s_cri::v1 as cri;
+
+use crate::runtime::{
+    ContainerConfig, ContainerState, ContainerStatus, ImageInfo, LinuxResources, Protocol,
+    SandboxConfig, SandboxState, SandboxStatus,
+};
+
+/// CRI timestamps are nanoseconds since the epoch; 0 means "not set".
+fn time(nanos: i64) -> Option<DateTime<Utc>> {
+    (nanos > 0).then(|| DateTime::from_timestamp_nanos(nanos))
+}
+
+fn map(m: &BTreeMap<String, String>) -> HashMap<String, String> {
+    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn btree(m: HashMap<String, String>) -> BTreeMap<String, String> {
+    m.into_iter().collect()
+}
+
+pub(super) fn image_spec(image: &str) -> cri::ImageSpec {
+    cri::ImageSpec {
+        image: image.to_string(),
+        ..Default::default()
+    }
+}
+
+fn namespace_mode(host: bool) -> i32 {
+    if host {
+        cri::NamespaceMode::Node as i32
+    } else {
+        cri::NamespaceMode::Pod as i32
+    }
+}
+
+pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
+    cri::PodSandboxConfig {
+        metadata: Some(cri::PodSandboxMetadata {
+            name: c.name.clone(),
+            uid: c.uid.clone(),
+            namespace: c.namespace.clone(),
+            attempt: c.attempt,
+        }),
+        hostname: c.hostname.clone(),
+        log_directory: c.log_directory.clone(),
+        dns_config: c.dns.as_ref().map(|d| cri::DnsConfig {
+            servers: d.servers.clone(),
+            searches: d.searches.clone(),
+            options: d.options.clone(),
+        }),
+        port_mappings: c
+            .port_mappings
+            .iter()
+            .map(|p| cri::PortMapping {
+                protocol: match p.protocol {
+                    Protocol::Tcp => cri::Protocol::Tcp as i32,
+                    Protocol::Udp => cri::Protocol::Udp as i32,
+                    Protocol::Sctp => cri::Protocol::Sctp as i32,
+                },
+                container_port: p.container_port,
+                host_port: p.host_port,
+                host_ip: p.host_ip.clone(),
+            })
+            .collect(),
+        labels: map(&c.labels),
+        annotations: map(&c.annotations),
+        linux: Some(cri::LinuxPodSandboxConfig {
+            cgroup_parent: c.cgroup_parent.clone(),
+            security_context: Some(cri::LinuxSandboxSecurityContext {
+                namespace_options: Some(cri::NamespaceOption {
+                    network: namespace_mode(c.host_network),
+                    pid: if c.host_pid {
+                        cri::NamespaceMode::Node as i32
+                    } else {
+                        cri::NamespaceMode::Container as i32
+                    },
+                    ipc: namespace_mode(c.host_ipc),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            sysctls: map(&c.sysctls),
+            ..Default::default()
+        }),
+        windows: None,
+    }
+}
+
+fn resources(r: &LinuxResources) -> cri::LinuxContainerResources {
+    cri::LinuxContainerResources {
+        cpu_period: r.cpu_period,
+        cpu_quota: r.cpu_quota,
+        cpu_shares: r.cpu_shares,
+        memory_limit_in_bytes: r.memory_limit_in_bytes,
+        oom_score_adj: r.oom_score_adj,
+        ..Default::default()
+    }
+}
+
+pub(super) fn container_config(c: &ContainerConfig) -> cri::ContainerConfig {
+    let pid = match &c.target_container_id {
+        Some(_) => cri::NamespaceMode::Target as i32,
+        None => cri::NamespaceMode::Container as i32,
+    };
+    cri::ContainerConfig {
+        metadata: Some(cri::ContainerMetadata {
+            name: c.name.clone(),
+            attempt: c.attempt,
+        }),
+        image: Some(image_spec(&c.image)),
+        command: c.command.clone(),
+        args: c.args.clone(),
+        working_dir: c.working_dir.clone(),
+        envs: c
+            .envs
+            .iter()
+            .map(|(k, v)| cri::KeyValue {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect(),
+        mounts: c
+            .mounts
+            .iter()
+            .map(|m| cri::Mount {
+                container_path: m.container_path.clone(),
+                host_path: m.host_path.clone(),
+                readonly: m.readonly,
+                ..Default::default()
+            })
+            .collect(),
+        labels: map(&c.labels),
+        annotations: map(&c.annotations),
+        log_path: c.log_path.clone(),
+        stdin: c.stdin,
+        stdin_once: c.stdin_once,
+        tty: c.tty,
+        linux: Some(cri::LinuxContainerConfig {
+            resources: Some(resources(&c.resources)),
+            security_context: Some(cri::LinuxContainerSecurityContext {
+                privileged: c.privileged,
+                namespace_options: Some(cri::NamespaceOption {
+                    network: cri::NamespaceMode::Pod as i32,
+                    pid,
+                    ipc: cri::NamespaceMode::Pod as i32,
+                    target_id: c.target_container_id.clone().unwrap_or_default(),
+                    userns_options: None,
+                }),
+                run_as_user: c.run_as_user.map(|value| cri::Int64Value { value }),
+                run_as_group: c.run_as_group.map(|value| cri::Int64Value { value }),
+                readonly_rootfs: c.readonly_rootfs,
+                ..Default::default()
+            }),
+        }),
+        ..Default::default()
+    }
+}
+
+fn sandbox_state(s: i32) -> SandboxState {
+    if s == cri::PodSandboxState::SandboxReady as i32 {
+        SandboxState::Ready
+    } else {
+        SandboxState::NotReady
+    }
+}
+
+fn container_state(s: i32) -> ContainerState {
+    match cri::ContainerState::try_from(s) {
+        Ok(cri::ContainerState::ContainerCreated) => ContainerState::Created,
+        Ok(cri::ContainerState::ContainerRunning) => ContainerState::Running,
+        Ok(cri::ContainerState::ContainerExited) => ContainerState::Exited,
+        _ => ContainerState::Unknown,
+    }
+}
+
+pub(super) fn sandbox_status(s: cri::PodSandboxStatus) -> SandboxStatus {
+    let md = s.metadata.unwrap_or_default();
+    let mut ips = Vec::new();
+    if let Some(n) = s.network {
+        if !n.ip.is_empty() {
+            ips.push(n.ip);
+        }
+        ips.extend(n.additional_ips.into_iter().map(|i| i.ip));
+    }
+    SandboxStatus {
+        id: s.id,
+        name: md.name,
+        namespace: md.namespace,
+        uid: md.uid,
+        attempt: md.attempt,
+        state: sandbox_state(s.state),
+        created_at: time(s.created_at),
+        ips,
+        labels: btree(s.labels),
+    }
+}
+
+pub(super) fn sandbox(s: cri::PodSandbox) -> SandboxStatus {
+    let md = s.metadata.unwrap_or_default();
+    SandboxStatus {
+        id: s.id,
+        name: md.name,
+        namespace: md.namespace,
+        uid: md.uid,
+        attempt: md.attempt,
+        state: sandbox_state(s.state),
+        created_at: time(s.created_at),
+        ips: Vec::new(),
+        labels: btree(s.labels),
+    }
+}
+
+pub(super) fn container_status(s: cri::ContainerStatus, sandbox_id: &str) -> ContainerStatus {
+    let md = s.metadata.unwrap_or_default();
+    ContainerStatus {
+        id: s.id,
+        sandbox_id: sandbox_id.to_string(),
+        name: md.name,
+        attempt: md.attempt,
+        state: container_state(s.state),
+        created_at: time(s.created_at),
+        started_at: time(s.started_at),
+        finished_at: time(s.finished_at),
+        exit_code: s.exit_code,
+        reason: s.reason,
+        message: s.message,
+        image: s.image.map(|i| i.image).unwrap_or_default(),
+        image_ref: s.image_ref,
+        labels: btree(s.labels),
+        annotations: btree(s.annotations),
+        log_path: s.log_path,
+    }
+}
+
+pub(super) fn container(c: cri::Container) -> ContainerStatus {
+    let md = c.metadata.unwrap_or_default();
+    ContainerStatus {
+        id: c.id,
+        sandbox_id: c.pod_sandbox_id,
+        name: md.name,
+        attempt: md.attempt,
+        state: container_state(c.state),
+        created_at: time(c.created_at),
+        started_at: None,
+        finished_at: None,
+        exit_code: 0,
+        reason: String::new(),
+        message: String::new(),
+        image: c.image.map(|i| i.image).unwrap_or_default(),
+        image_ref: c.image_ref,
+        labels: btree(c.labels),
+        annotations: btree(c.annotations),
+        log_path: String::new(),
+    }
+}
+
+pub(super) fn image(i: cri::Image) -> ImageInfo {
+    ImageInfo {
+        id: i.id,
+        repo_tags: i.repo_tags,
+        repo_digests: i.repo_digests,
+        size: i.size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{PortMapping, Protocol};
+
+    #[test]
+    fn sandbox_config_carries_identity_cgroup_and_namespaces() {
+        let c = SandboxConfig {
+            name: "web".into(),
+            namespace: "default".into(),
+            uid: "u1".into(),
+            attempt: 2,
+            cgroup_parent: "/berth/besteffort/podu1".into(),
+            host_network: true,
+            port_mappings: vec![PortMapping {
+                protocol: Protocol::Udp,
+                container_port: 53,
+                host_port: 5353,
+                host_ip: String::new(),
+            }],
+            ..Default::default()
+        };
+        let p = sandbox_config(&c);
+        let md = p.metadata.unwrap();
+        assert_eq!(
+            (md.name.as_str(), md.uid.as_str(), md.attempt),
+            ("web", "u1", 2)
+        );
+        let linux = p.linux.unwrap();
+        assert_eq!(linux.cgroup_parent, "/berth/besteffort/podu1");
+        let ns = linux.security_context.unwrap().namespace_options.unwrap();
+        assert_eq!(ns.network, cri::NamespaceMode::Node as i32);
+        assert_eq!(ns.pid, cri::NamespaceMode::Container as i32);
+        assert_eq!(ns.ipc, cri::NamespaceMode::Pod as i32);
+        assert_eq!(p.port_mappings[0].protocol, cri::Protocol::Udp as i32);
+    }
+
+    #[test]
+    fn container_config_maps_resources_and_target_pid_namespace() {
+        let c = ContainerConfig {
+            name: "debugger".into(),
+            image: "busybox:latest".into(),
+            resources: LinuxResources {
+                cpu_period: 100_000,
+                cpu_quota: 50_000,
+                cpu_shares: 512,
+                memory_limit_in_bytes: 64 << 20,
+                oom_score_adj: 1000,
+            },
+            target_container_id: Some("abc".into()),
+            envs: vec![("A".into(), "1".into())],
+            ..Default::default()
+        };
+        let p = container_config(&c);
+        let linux = p.linux.unwrap();
+        let r = linux.resources.unwrap();
+        assert_eq!(
+            (
+                r.cpu_period,
+                r.cpu_quota,
+                r.cpu_shares,
+                r.memory_limit_in_bytes
+            ),
+            (100_000, 50_000, 512, 64 << 20)
+        );
+        let ns = linux.security_context.unwrap().namespace_options.unwrap();
+        assert_eq!(ns.pid, cri::NamespaceMode::Target as i32);
+        assert_eq!(ns.target_id, "abc");
+        assert_eq!(p.envs[0].key, "A");
+    }
+
+    #[test]
+    fn container_status_converts_times_and_states() {
+        let s = cri::ContainerStatus {
+            id: "c1".into(),
+            metadata: Some(cri::ContainerMetadata {
+                name: "app".into(),
+                attempt: 3,
+            }),
+            state: cri::ContainerState::ContainerExited as i32,
+            started_at: 1_700_000_000_000_000_000,
+            finished_at: 0,
+            exit_code: 137,
+            reason: "OOMKilled".into(),
+            ..Default::default()
+        };
+        let c = container_status(s, "sb");
+        assert_eq!(c.state, ContainerState::Exited);
+        assert_eq!(c.attempt, 3);
+        assert_eq!(c.reason, "OOMKilled");
+        assert_eq!(c.started_at.unwrap().timestamp(), 1_700_000_000);
+        assert!(c.finished_at.is_none());
+    }
+
+    #[test]
+    fn sandbox_status_lists_primary_then_additional_ips() {
+        let s = cri::PodSandboxStatus {
+            id: "s".into(),
+            state: cri::PodSandboxState::SandboxNotready as i32,
+            network: Some(cri::PodSandboxNetworkStatus {
+                ip: "10.42.0.5".into(),
+                additional_ips: vec![cri::PodIp {
+                    ip: "fd00::5".into(),
+                }],
+            }),
+            ..Default::default()
+        };
+        let st = sandbox_status(s);
+        assert_eq!(st.ips, vec!["10.42.0.5", "fd00::5"]);
+        assert_eq!(st.state, SandboxState::NotReady);
+    }
+}
