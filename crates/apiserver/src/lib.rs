@@ -4,6 +4,7 @@
 //! `discovery` / `negotiate` (Table, metadata) → `decode` (bodies, field
 //! validation) and `strategy` (per-kind rules) → `objects` (storage keys/bytes).
 
+pub mod alloc;
 pub mod decode;
 pub mod discovery;
 pub mod metrics;
@@ -50,6 +51,8 @@ pub struct Config {
     pub kubeconfig: Option<PathBuf>,
     /// Recent events kept for watches resuming from a resourceVersion.
     pub watch_cache_events: usize,
+    /// `--service-cidr` and `--service-node-port-range`.
+    pub services: alloc::ServiceRanges,
 }
 
 /// A bound, not yet serving, API server.
@@ -130,12 +133,16 @@ impl ApiServer {
                     watchcache::HistoryLimits::new(config.watch_cache_events),
                 )
                 .await?,
+                services: Arc::new(alloc::Allocator::new(store.clone(), config.services)),
             },
             metrics: metrics::Metrics::default(),
             admin_token: pki.admin_token.clone(),
             server_address: format!("{host}:{}", secure_addr.port()),
         });
         bootstrap(&state.rest).await?;
+        alloc::kubernetes::start(&state, &config, secure_addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("creating the kubernetes Service: {e}"))?;
         // Render the OpenAPI documents before kubectl's first apply asks for them.
         tokio::task::spawn_blocking(|| {
             berth_api::openapi::cached();
@@ -199,6 +206,7 @@ impl LocalApiServer {
             tls_sans: vec![],
             kubeconfig: None,
             watch_cache_events: WATCH_CACHE_EVENTS,
+            services: Default::default(),
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;

@@ -42,6 +42,13 @@ const PATCH_RETRIES: usize = 16;
 pub struct Rest {
     pub store: Arc<dyn Store>,
     pub cache: Arc<crate::watchcache::WatchCache>,
+    /// Service cluster IPs and node ports.
+    pub services: Arc<crate::alloc::Allocator>,
+}
+
+/// Core Services: their writes claim and release cluster IPs and node ports.
+fn is_service(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.kind == "Service"
 }
 
 fn name_of(rp: &ResourcePath) -> ApiResult<&str> {
@@ -462,17 +469,46 @@ impl Rest {
             berth_api::defaults::admit_pod(&mut obj);
         }
         strategy::prepare_for_create(rt, &mut obj);
+        if is_service(rt) {
+            self.services.prepare_create(&mut obj)?;
+        }
         self.validate(rt, &obj, None)?;
         managed.record(rt, None, &mut obj)?;
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
+        let claims = if is_service(rt) {
+            self.services.claim(&mut obj, None, dry_run).await?
+        } else {
+            Default::default()
+        };
+        let created = self.create_stored(rp, obj, name, generated, dry_run).await;
+        if created.is_err() {
+            self.services.undo(claims).await;
+        }
+        Ok(Reply {
+            code: 201,
+            body: created?,
+            warnings,
+        })
+    }
+
+    /// The store write of a create (a colliding generated name is generated again).
+    async fn create_stored(
+        &self,
+        rp: &ResourcePath,
+        obj: Value,
+        name: String,
+        generated: bool,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
+        let rt = rp.rt;
         let mut stored = self.to_storage(rt, obj);
         let mut name = name;
         let generate = objects::meta_str(&stored, "generateName")
             .map(String::from)
             .filter(|_| generated);
-        let mut out = if dry_run {
+        let out = if dry_run {
             if self
                 .store
                 .get(&objects::key(rt, ns_of(rp), &name))
@@ -506,12 +542,7 @@ impl Rest {
                 }
             }
         };
-        out = self.to_version(rt, out);
-        Ok(Reply {
-            code: 201,
-            body: out,
-            warnings,
-        })
+        Ok(self.to_version(rt, out))
     }
 
     /// PUT: replaces the object (or its status / scale).
@@ -807,50 +838,87 @@ impl Rest {
             }
             berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
             strategy::prepare_for_update(rt, scope, &mut new, &cur);
+            let service_spec = is_service(rt) && matches!(scope, UpdateScope::Main);
+            if service_spec {
+                self.services.prepare_update(&mut new, &cur)?;
+            }
             self.validate(rt, &new, Some(&cur))?;
             opts.managed.record(rt, Some(&cur), &mut new)?;
+            let claims = if service_spec {
+                self.services.claim(&mut new, Some(&cur), dry_run).await?
+            } else {
+                Default::default()
+            };
             let stored = self.to_storage(rt, new);
             if dry_run {
                 let mut v = stored;
                 objects::set_resource_version(&mut v, kv.mod_revision);
                 return Ok(self.to_version(rt, v));
             }
-            // Nothing changed: upstream writes nothing and returns the object as is.
-            let mut cmp = stored.clone();
-            objects::set_resource_version(&mut cmp, kv.mod_revision);
-            if cmp == objects::decode(&kv)? {
-                return Ok(self.to_version(rt, cmp));
-            }
-            let key = objects::key(rt, ns, name);
-            // The last finalizer removed from an object being deleted: it goes now.
-            if objects::is_deleting(&stored)
-                && objects::finalizers(&stored).is_empty()
-                && deletion_ready(&stored)
-            {
-                match self.store.delete(&key, Some(kv.mod_revision)).await {
-                    Ok(_) => return Ok(self.to_version(rt, cmp)),
-                    Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
-                    Err(StoreError::Conflict { .. }) => return Err(ApiError::conflict(rt, name)),
-                    Err(e) => return Err(e.into()),
+            let written = self
+                .write_stored(rt, ns, name, stored, kv, precondition.is_some())
+                .await;
+            match &written {
+                Ok(Some(v)) if is_service(rt) => {
+                    let gone = objects::is_deleting(v) && objects::finalizers(v).is_empty();
+                    self.services.release_unused(&cur, (!gone).then_some(v)).await;
                 }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => self.services.undo(claims).await,
             }
-            match self
-                .store
-                .update(&key, objects::encode(&stored)?, kv.mod_revision)
-                .await
-            {
-                Ok(new_kv) => {
-                    let mut v = stored;
-                    objects::set_resource_version(&mut v, new_kv.mod_revision);
-                    return Ok(self.to_version(rt, v));
-                }
-                Err(StoreError::Conflict { .. }) if precondition.is_none() => continue,
-                Err(StoreError::Conflict { .. }) => return Err(ApiError::conflict(rt, name)),
-                Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(rt, name)),
-                Err(e) => return Err(e.into()),
+            match written? {
+                Some(v) => return Ok(v),
+                None => continue,
             }
         }
         Err(ApiError::conflict(rt, name))
+    }
+
+    /// The store half of [`Rest::write`]: `None` when a concurrent write
+    /// won and the caller may retry (no precondition).
+    async fn write_stored(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        stored: Value,
+        kv: KeyValue,
+        has_precondition: bool,
+    ) -> ApiResult<Option<Value>> {
+        // Nothing changed: upstream writes nothing and returns the object as is.
+        let mut cmp = stored.clone();
+        objects::set_resource_version(&mut cmp, kv.mod_revision);
+        if cmp == objects::decode(&kv)? {
+            return Ok(Some(self.to_version(rt, cmp)));
+        }
+        let key = objects::key(rt, ns, name);
+        // The last finalizer removed from an object being deleted: it goes now.
+        if objects::is_deleting(&stored)
+            && objects::finalizers(&stored).is_empty()
+            && deletion_ready(&stored)
+        {
+            return match self.store.delete(&key, Some(kv.mod_revision)).await {
+                Ok(_) => Ok(Some(self.to_version(rt, cmp))),
+                Err(StoreError::Conflict { .. }) if !has_precondition => Ok(None),
+                Err(StoreError::Conflict { .. }) => Err(ApiError::conflict(rt, name)),
+                Err(e) => Err(e.into()),
+            };
+        }
+        match self
+            .store
+            .update(&key, objects::encode(&stored)?, kv.mod_revision)
+            .await
+        {
+            Ok(new_kv) => {
+                let mut v = stored;
+                objects::set_resource_version(&mut v, new_kv.mod_revision);
+                Ok(Some(self.to_version(rt, v)))
+            }
+            Err(StoreError::Conflict { .. }) if !has_precondition => Ok(None),
+            Err(StoreError::Conflict { .. }) => Err(ApiError::conflict(rt, name)),
+            Err(StoreError::NotFound(_)) => Err(ApiError::not_found(rt, name)),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Like [`Rest::write`] but on the main resource whatever the URL's subresource (scale).
@@ -937,6 +1005,9 @@ impl Rest {
             if immediate {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => {
+                        if is_service(rt) {
+                            self.services.release_unused(&cur, None).await;
+                        }
                         // Some resources answer with the deleted object, the rest with a Status (upstream's ReturnDeletedObject).
                         let body = if berth_api::openapi::RETURNS_DELETED_OBJECT
                             .contains(&(rt.group, rt.plural))

@@ -99,6 +99,14 @@ struct ServerArgs {
 async fn server(args: ServerArgs) -> Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    /// The range Service cluster IPs come from (as k3s's --service-cidr,
+    /// kube-apiserver's --service-cluster-ip-range); the first IP is the
+    /// `kubernetes` Service's.
+    #[arg(long, alias = "service-cluster-ip-range", default_value = "10.43.0.0/16")]
+    service_cidr: berth_apiserver::alloc::Cidr,
+    /// The range NodePort Services' node ports come from.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: berth_apiserver::alloc::PortRange,
     let compaction = std::time::Duration::from_secs(args.etcd_compaction_interval);
     let store: Arc<dyn berth_store::Store> = if args.datastore_endpoint.is_empty() {
         let path = args.data_dir.join("db").join("state.db");
@@ -149,6 +157,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");
     println!("Wrote kubeconfig {}", api.kubeconfig.display());
     println!("API server at https://{}", api.secure_addr);
+        services: berth_apiserver::alloc::ServiceRanges {
+            cidr: args.service_cidr,
+            node_ports: args.service_node_port_range,
+        },
     if let Some(a) = api.insecure_addr {
         println!("Plain HTTP (trusted, loopback) at http://{a}");
     }

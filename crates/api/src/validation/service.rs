@@ -33,6 +33,12 @@ fn cluster_ips(spec: &Value) -> Vec<String> {
     }
 }
 
+/// Go's `%#v` of a `[]string`.
+fn go_string_slice(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| super::go_quote(s)).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
 fn is_headless(spec: &Value) -> bool {
     cluster_ips(spec).first().is_some_and(|ip| ip == "None")
 }
@@ -334,44 +340,42 @@ fn validate_cluster_ip_update(new: &Value, old: &Value) -> Vec<FieldError> {
         return errs;
     }
     let (n, o) = (cluster_ips(new), cluster_ips(old));
-    let value = json!(n);
+    // Upstream prints the new list with Go's %#v.
+    let value = |field: String, detail: &str| FieldError {
+        kind: super::FieldErrorType::Invalid,
+        field,
+        value: None,
+        detail: format!("{}: {detail}", go_string_slice(&n)),
+    };
     if n.len() == o.len() {
         for (i, ip) in o.iter().enumerate() {
             if ip != &n[i] {
-                errs.push(FieldError::invalid(
+                errs.push(value(
                     format!("spec.clusterIPs[{i}]"),
-                    value.clone(),
                     "may not change once set",
                 ));
             }
         }
     } else if o.len() > n.len() {
         if n.is_empty() {
-            errs.push(FieldError::invalid(
-                "spec.clusterIPs[0]",
-                value.clone(),
+            errs.push(value(
+                "spec.clusterIPs[0]".into(),
                 "primary clusterIP can not be unset",
             ));
         }
         if !o.is_empty() && !n.is_empty() && n[0] != o[0] {
-            errs.push(FieldError::invalid(
-                "spec.clusterIPs[0]",
-                value.clone(),
+            errs.push(value(
+                "spec.clusterIPs[0]".into(),
                 "may not change once set",
             ));
         }
         if n.len() == 1 && new.get("ipFamilyPolicy").and_then(Value::as_str) != Some("SingleStack")
         {
-            errs.push(FieldError::invalid(
-                "spec.clusterIPs[0]",
-                value,
-                "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP",
-            ));
+            errs.push(value("spec.clusterIPs[0]".into(), "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP"));
         }
     } else if !o.is_empty() && n[0] != o[0] {
-        errs.push(FieldError::invalid(
-            "spec.clusterIPs[0]",
-            value,
+        errs.push(value(
+            "spec.clusterIPs[0]".into(),
             "may not change once set",
         ));
     }
@@ -496,7 +500,9 @@ mod tests {
         let new = set(svc(), "/spec/clusterIP", json!("10.96.0.11"));
         assert_eq!(
             msgs(validate_service(&new, Some(&old))),
-            vec!["spec.clusterIPs[0]: Invalid value: [\"10.96.0.11\"]: may not change once set"]
+            vec![
+                "spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.11\"}: may not change once set"
+            ]
         );
         assert!(validate_service(&old, Some(&old)).is_empty());
         let to_external = json!({"spec": {"type": "ExternalName", "externalName": "example.com", "sessionAffinity": "None"}});
