@@ -2,6 +2,7 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+pub mod daemonset;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod history;
@@ -27,6 +28,7 @@ pub async fn run_all(client: kube::Client) {
         serviceaccount::run(client.clone()),
         replicaset::run(client.clone()),
         statefulset::run(client.clone()),
+        daemonset::run(client.clone()),
         deployment::run(client),
     );
 }
