@@ -6,6 +6,8 @@
 //! through the API server (kube-rs), as upstream's kubelet does.
 
 pub mod backoff;
+pub mod cgroups;
+pub mod cni;
 pub mod cri;
 pub mod envvars;
 pub mod images;
