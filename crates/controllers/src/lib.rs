@@ -7,6 +7,7 @@ pub mod deployment;
 pub mod garbagecollector;
 pub mod history;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod podutil;
 pub mod replicaset;
 pub mod serviceaccount;
