@@ -6,6 +6,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod garbagecollector;
 pub mod history;
+pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod podutil;
@@ -30,6 +31,7 @@ pub async fn run_all(client: kube::Client) {
         replicaset::run(client.clone()),
         statefulset::run(client.clone()),
         daemonset::run(client.clone()),
+        job::run(client.clone()),
         deployment::run(client),
     );
 }

@@ -1,0 +1,817 @@
+//! The Job controller (upstream `pkg/controller/job`): runs pods until
+//! `completions` succeed (NonIndexed, or one per index for Indexed), at most
+//! `parallelism` at a time, with exponential back-off after failures; fails
+//! the Job past `backoffLimit` or `activeDeadlineSeconds`; honours `suspend`
+//! and `ttlSecondsAfterFinished`.
+//!
+//! Finished pods are counted with upstream's `batch.kubernetes.io/job-tracking`
+//! protocol: a finished pod's uid goes into `status.uncountedTerminatedPods`,
+//! its finalizer is removed, then it moves into `succeeded`/`failed`, so no pod
+//! is counted twice or lost. Success and failure first set the
+//! `SuccessCriteriaMet`/`FailureTarget` condition and become `Complete`/`Failed`
+//! once no pod is left running. podFailurePolicy and backoffLimitPerIndex are
+//! not implemented; events are not recorded.
+
+pub mod logic;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
+use tracing::{info, warn};
+
+use crate::Error;
+use crate::podutil;
+use crate::replicaset::{controller_ref, owner_ref, slow_start_batches};
+
+pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+pub const COMPLETE: &str = "Complete";
+pub const FAILED: &str = "Failed";
+pub const FAILURE_TARGET: &str = "FailureTarget";
+pub const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
+pub const SUSPENDED: &str = "Suspended";
+pub const BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+pub const COMPLETIONS_REACHED: &str = "CompletionsReached";
+const BACKOFF_MESSAGE: &str = "Job has reached the specified backoff limit";
+const DEADLINE_MESSAGE: &str = "Job was active longer than specified deadline";
+const COMPLETIONS_MESSAGE: &str = "Reached expected number of succeeded pods";
+
+struct Ctx {
+    client: kube::Client,
+}
+
+pub async fn run(client: kube::Client) {
+    let jobs: Api<Job> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::all(client.clone());
+    let controller = Controller::new(jobs, watcher::Config::default())
+        .owns(pods, watcher::Config::default())
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                client: client.clone(),
+            }),
+        )
+        .for_each(|_| async {});
+    tokio::join!(controller, release_orphans(client));
+}
+
+fn error_policy(job: Arc<Job>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    warn!(job = ?job.metadata.name, error = %err, "job sync failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+fn has_finalizer(p: &Pod) -> bool {
+    p.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == TRACKING_FINALIZER)
+}
+
+async fn remove_finalizer(api: &Api<Pod>, p: &Pod) -> Result<(), Error> {
+    let rest: Vec<&String> = p
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != TRACKING_FINALIZER)
+        .collect();
+    let patch = json!({"metadata": {"finalizers": rest, "uid": p.metadata.uid}});
+    match api
+        .patch(
+            &podutil::name(p),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Pods keeping the tracking finalizer after their Job is gone (deleted,
+/// orphaned) would never be removed: drop the finalizer once such a pod has
+/// finished or is being deleted (upstream's orphan pod handling).
+async fn release_orphans(client: kube::Client) {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let cfg = watcher::Config::default().labels("batch.kubernetes.io/controller-uid");
+    let mut events = watcher::watcher(pods, cfg)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    loop {
+        let p = match events.try_next().await {
+            Ok(Some(p)) => p,
+            Ok(None) => return,
+            Err(e) => {
+                warn!(error = %e, "job pod watch failed");
+                continue;
+            }
+        };
+        if !has_finalizer(&p) || !(podutil::is_finished(&p) || podutil::is_terminating(&p)) {
+            continue;
+        }
+        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        let orphan = match controller_ref(&p.metadata).filter(|r| r.kind == "Job") {
+            None => true,
+            Some(r) => {
+                let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+                match jobs.get_opt(&r.name).await {
+                    Ok(Some(j)) => j.metadata.uid.as_deref() != Some(r.uid.as_str()),
+                    Ok(None) => true,
+                    Err(_) => false,
+                }
+            }
+        };
+        if orphan {
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            if let Err(e) = remove_finalizer(&api, &p).await {
+                warn!(pod = %podutil::name(&p), error = %e, "removing job tracking finalizer");
+            }
+        }
+    }
+}
+
+fn condition_true(job: &Job, type_: &str) -> Option<JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+        .cloned()
+}
+
+fn finished(job: &Job) -> Option<JobCondition> {
+    condition_true(job, COMPLETE).or_else(|| condition_true(job, FAILED))
+}
+
+fn new_condition(type_: &str, reason: &str, message: &str, now: Timestamp) -> JobCondition {
+    JobCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_probe_time: Some(Time(now)),
+        last_transition_time: Some(Time(now)),
+    }
+}
+
+/// Sets a condition, keeping the transition time when its status is unchanged.
+fn set_condition(conds: &mut Vec<JobCondition>, c: JobCondition) {
+    match conds.iter_mut().find(|x| x.type_ == c.type_) {
+        Some(x) if x.status == c.status && x.reason == c.reason => {}
+        Some(x) => *x = c,
+        None => conds.push(c),
+    }
+}
+
+/// When a finished pod stopped: its containers' latest finishedAt.
+fn finish_time(p: &Pod) -> Option<Timestamp> {
+    p.status
+        .as_ref()?
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref())
+        .map(|t| t.0)
+        .max()
+}
+
+fn completion_index(p: &Pod) -> Option<i32> {
+    p.metadata
+        .annotations
+        .as_ref()?
+        .get(COMPLETION_INDEX)?
+        .parse()
+        .ok()
+}
+
+/// (consecutive failures after the last success, time of the last failure).
+fn failures_since_success(pods: &[Pod]) -> (u32, Option<Timestamp>) {
+    let last_success = pods
+        .iter()
+        .filter(|p| podutil::phase(p) == "Succeeded")
+        .filter_map(finish_time)
+        .max();
+    let fails: Vec<Timestamp> = pods
+        .iter()
+        .filter(|p| podutil::phase(p) == "Failed")
+        .filter_map(finish_time)
+        .filter(|t| last_success.is_none_or(|s| *t > s))
+        .collect();
+    (
+        u32::try_from(fails.len()).unwrap_or(u32::MAX),
+        fails.into_iter().max(),
+    )
+}
+
+async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let Some(spec) = job.spec.clone() else {
+        return Ok(Action::await_change());
+    };
+    let ns = job.metadata.namespace.clone().unwrap_or_default();
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &ns);
+    let selector = spec.selector.clone().unwrap_or_default();
+    let pods = podutil::claim(&pods_api, job.as_ref(), &selector, |_| true).await?;
+    let now = Timestamp::now();
+
+    if let Some(done) = finished(&job) {
+        // Pods still carrying the finalizer (counted before) are released.
+        for p in pods.iter().filter(|p| has_finalizer(p)) {
+            remove_finalizer(&pods_api, p).await?;
+        }
+        return ttl_after_finished(&jobs_api, &job, &done, now).await;
+    }
+    if job.metadata.deletion_timestamp.is_some() {
+        for p in pods.iter().filter(|p| has_finalizer(p)) {
+            remove_finalizer(&pods_api, p).await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    let mut status = job.status.clone().unwrap_or_default();
+    let indexed = spec.completion_mode.as_deref() == Some("Indexed");
+    let suspended = spec.suspend == Some(true);
+    let completions = spec.completions;
+
+    // 1. Record newly finished pods as uncounted (or, for Indexed successes,
+    //    in completedIndexes), then drop their finalizers.
+    let mut uncounted = status.uncounted_terminated_pods.clone().unwrap_or_default();
+    let mut unc_ok: BTreeSet<String> = uncounted
+        .succeeded
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let mut unc_fail: BTreeSet<String> = uncounted
+        .failed
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let mut done_idx =
+        logic::parse_indexes(status.completed_indexes.as_deref().unwrap_or_default());
+    let mut to_release: Vec<&Pod> = Vec::new();
+    for p in pods.iter().filter(|p| has_finalizer(p)) {
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let phase = podutil::phase(p);
+        if phase == "Succeeded" {
+            if indexed {
+                if let Some(ix) = completion_index(p)
+                    && completions.is_some_and(|c| ix < c)
+                {
+                    done_idx.insert(ix);
+                }
+            } else if !unc_fail.contains(&uid) {
+                unc_ok.insert(uid);
+            }
+            to_release.push(p);
+        } else if phase == "Failed" || (podutil::is_terminating(p) && !suspended) {
+            if !unc_ok.contains(&uid) {
+                unc_fail.insert(uid);
+            }
+            to_release.push(p);
+        } else if podutil::is_terminating(p) {
+            to_release.push(p);
+        }
+    }
+    let status_api = |patch: serde_json::Value| {
+        let jobs_api = jobs_api.clone();
+        let name = name.clone();
+        async move {
+            jobs_api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    };
+    let completed_str = logic::format_indexes(&done_idx);
+    let unc_changed = uncounted.succeeded.clone().unwrap_or_default().len() != unc_ok.len()
+        || uncounted.failed.clone().unwrap_or_default().len() != unc_fail.len();
+    let idx_changed =
+        indexed && status.completed_indexes.clone().unwrap_or_default() != completed_str;
+    if unc_changed || idx_changed {
+        let mut patch = json!({"status": {"uncountedTerminatedPods": {
+            "succeeded": unc_ok.iter().collect::<Vec<_>>(),
+            "failed": unc_fail.iter().collect::<Vec<_>>(),
+        }}});
+        if indexed {
+            patch["status"]["completedIndexes"] = json!(completed_str);
+            patch["status"]["succeeded"] = json!(done_idx.len());
+        }
+        match status_api(patch).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for p in &to_release {
+        remove_finalizer(&pods_api, p).await?;
+    }
+    // 2. Every uncounted pod is now released: move it into the counters.
+    status.succeeded = Some(if indexed {
+        i32::try_from(done_idx.len()).unwrap_or(i32::MAX)
+    } else {
+        status.succeeded.unwrap_or(0) + i32::try_from(unc_ok.len()).unwrap_or(0)
+    });
+    status.failed = Some(status.failed.unwrap_or(0) + i32::try_from(unc_fail.len()).unwrap_or(0));
+    status.completed_indexes = indexed.then(|| completed_str.clone());
+    uncounted.succeeded = Some(Vec::new());
+    uncounted.failed = Some(Vec::new());
+    status.uncounted_terminated_pods = Some(uncounted);
+
+    let active: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| !podutil::is_finished(p) && !podutil::is_terminating(p))
+        .collect();
+    let terminating = pods
+        .iter()
+        .filter(|p| podutil::is_terminating(p) && !podutil::is_finished(p))
+        .count();
+    let succeeded = status.succeeded.unwrap_or(0);
+    let failed = status.failed.unwrap_or(0);
+    let mut conds = status.conditions.clone().unwrap_or_default();
+    let mut requeue: Option<Duration> = None;
+
+    // 3. Success and failure criteria.
+    let mut failure = condition_true(&job, FAILURE_TARGET);
+    let mut success = condition_true(&job, SUCCESS_CRITERIA_MET);
+    if failure.is_none() && success.is_none() {
+        if failed > spec.backoff_limit.unwrap_or(6) {
+            failure = Some(new_condition(
+                FAILURE_TARGET,
+                BACKOFF_LIMIT_EXCEEDED,
+                BACKOFF_MESSAGE,
+                now,
+            ));
+        } else if let (Some(deadline), Some(start), false) = (
+            spec.active_deadline_seconds,
+            status.start_time.as_ref(),
+            suspended,
+        ) {
+            let elapsed = now.duration_since(start.0).as_secs();
+            if elapsed >= deadline {
+                failure = Some(new_condition(
+                    FAILURE_TARGET,
+                    DEADLINE_EXCEEDED,
+                    DEADLINE_MESSAGE,
+                    now,
+                ));
+            } else {
+                requeue = Some(Duration::from_secs(
+                    u64::try_from(deadline - elapsed).unwrap_or(1).max(1),
+                ));
+            }
+        }
+        let complete = match completions {
+            Some(c) => succeeded >= c,
+            None => succeeded > 0 && active.is_empty(),
+        };
+        if failure.is_none() && complete {
+            success = Some(new_condition(
+                SUCCESS_CRITERIA_MET,
+                COMPLETIONS_REACHED,
+                COMPLETIONS_MESSAGE,
+                now,
+            ));
+        }
+    }
+    let mut finished_now = false;
+    if let Some(f) = &failure {
+        set_condition(&mut conds, f.clone());
+        for p in &active {
+            podutil::delete(&pods_api, p).await?;
+        }
+        if active.is_empty() && terminating == 0 {
+            let mut c = f.clone();
+            c.type_ = FAILED.into();
+            c.last_transition_time = Some(Time(now));
+            c.last_probe_time = Some(Time(now));
+            set_condition(&mut conds, c);
+            finished_now = true;
+        }
+    } else if let Some(s) = &success {
+        set_condition(&mut conds, s.clone());
+        for p in &active {
+            podutil::delete(&pods_api, p).await?;
+        }
+        if active.is_empty() && terminating == 0 {
+            let mut c = s.clone();
+            c.type_ = COMPLETE.into();
+            c.last_transition_time = Some(Time(now));
+            c.last_probe_time = Some(Time(now));
+            set_condition(&mut conds, c);
+            status.completion_time = Some(Time(now));
+            finished_now = true;
+        }
+    } else if suspended {
+        for p in &active {
+            podutil::delete(&pods_api, p).await?;
+        }
+        set_condition(
+            &mut conds,
+            new_condition(SUSPENDED, "JobSuspended", "Job suspended", now),
+        );
+    } else {
+        if let Some(c) = conds
+            .iter_mut()
+            .find(|c| c.type_ == SUSPENDED && c.status == "True")
+        {
+            // Resumed: the deadline counts from now (upstream resets startTime).
+            c.status = "False".into();
+            c.reason = Some("JobResumed".into());
+            c.message = Some("Job resumed".into());
+            c.last_transition_time = Some(Time(now));
+            c.last_probe_time = Some(Time(now));
+            status.start_time = Some(Time(now));
+        }
+        if status.start_time.is_none() {
+            status.start_time = Some(Time(now));
+            if let Some(d) = spec.active_deadline_seconds {
+                requeue = Some(Duration::from_secs(u64::try_from(d).unwrap_or(0).max(1)));
+            }
+        }
+        if let Some(wait) = manage(&ctx, &job, &pods, &active, succeeded, &done_idx, now).await? {
+            requeue = Some(requeue.map_or(wait, |r| r.min(wait)));
+        }
+    }
+
+    // 4. Status.
+    let ready = active.iter().filter(|p| podutil::is_ready(p)).count();
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let patch = json!({"status": {
+        "active": count(active.len()),
+        "ready": count(ready),
+        "terminating": count(terminating),
+        "succeeded": status.succeeded,
+        "failed": status.failed,
+        "completedIndexes": status.completed_indexes,
+        "uncountedTerminatedPods": {"succeeded": null, "failed": null},
+        "startTime": status.start_time,
+        "completionTime": status.completion_time,
+        "conditions": conds,
+    }});
+    let old = serde_json::to_value(job.status.clone().unwrap_or_default()).unwrap_or_default();
+    let changed = patch["status"].as_object().is_some_and(|m| {
+        m.iter()
+            .filter(|(k, _)| *k != "uncountedTerminatedPods")
+            .any(|(k, v)| !same(old.get(k), v))
+    });
+    let stored_uncounted = job
+        .status
+        .as_ref()
+        .and_then(|s| s.uncounted_terminated_pods.as_ref())
+        .is_some_and(|u| {
+            u.succeeded.as_ref().is_some_and(|v| !v.is_empty())
+                || u.failed.as_ref().is_some_and(|v| !v.is_empty())
+        });
+    if changed || unc_changed || stored_uncounted {
+        match status_api(patch).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if finished_now {
+        info!(job = %name, "job finished");
+        if spec.ttl_seconds_after_finished.is_some() {
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+    }
+    Ok(match requeue {
+        Some(d) => Action::requeue(d),
+        None => Action::await_change(),
+    })
+}
+
+/// Whether a stored status field equals the value about to be written
+/// (absent, null, zero-ish empties and the value itself compare as equal).
+fn same(old: Option<&serde_json::Value>, new: &serde_json::Value) -> bool {
+    let empty = |v: &serde_json::Value| {
+        v.is_null()
+            || v.as_object().is_some_and(|m| m.is_empty())
+            || v.as_array().is_some_and(|a| a.is_empty())
+            || v.as_i64() == Some(0)
+            || v.as_str() == Some("")
+    };
+    match old {
+        Some(o) => o == new || (empty(o) && empty(new)),
+        None => empty(new),
+    }
+}
+
+/// Starts or stops pods towards the wanted active count; returns how long to
+/// wait when back-off holds new pods back.
+async fn manage(
+    ctx: &Ctx,
+    job: &Job,
+    pods: &[Pod],
+    active: &[&Pod],
+    succeeded: i32,
+    done_idx: &BTreeSet<i32>,
+    now: Timestamp,
+) -> Result<Option<Duration>, Error> {
+    let spec = job.spec.clone().unwrap_or_default();
+    let ns = job.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let indexed = spec.completion_mode.as_deref() == Some("Indexed");
+    let want = logic::want_active(spec.parallelism.unwrap_or(1), spec.completions, succeeded);
+    let have = i32::try_from(active.len()).unwrap_or(i32::MAX);
+    if have > want {
+        // Not-ready and newest first, as upstream's ActivePods ranking.
+        let mut ranked: Vec<&&Pod> = active.iter().collect();
+        ranked.sort_by_key(|p| {
+            (
+                podutil::is_ready(p),
+                std::cmp::Reverse(p.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+            )
+        });
+        for p in ranked
+            .into_iter()
+            .take(usize::try_from(have - want).unwrap_or(0))
+        {
+            podutil::delete(&api, p).await?;
+        }
+        return Ok(None);
+    }
+    if have == want {
+        return Ok(None);
+    }
+    let (failures, last) = failures_since_success(pods);
+    let delay = logic::failure_backoff(failures);
+    if let Some(last) = last {
+        let since = now.duration_since(last).unsigned_abs();
+        if since < delay {
+            return Ok(Some(delay - since + Duration::from_millis(100)));
+        }
+    }
+    let n = usize::try_from(want - have).unwrap_or(0);
+    let to_create: Vec<Pod> = if indexed {
+        let busy: BTreeSet<i32> = active.iter().filter_map(|p| completion_index(p)).collect();
+        logic::next_indexes(spec.completions.unwrap_or(0), done_idx, &busy, n)
+            .into_iter()
+            .map(|i| new_pod(job, Some(i)))
+            .collect()
+    } else {
+        (0..n).map(|_| new_pod(job, None)).collect()
+    };
+    let pp = PostParams::default();
+    let mut queue = to_create.iter();
+    for batch in slow_start_batches(to_create.len()) {
+        let results =
+            futures::future::join_all(queue.by_ref().take(batch).map(|p| api.create(&pp, p))).await;
+        if let Some(e) = results.into_iter().find_map(Result::err) {
+            return Err(e.into());
+        }
+    }
+    Ok(None)
+}
+
+/// A pod from the template, with the tracking finalizer and, for Indexed
+/// Jobs, the completion index (annotation, label, env, hostname).
+fn new_pod(job: &Job, index: Option<i32>) -> Pod {
+    let name = job.metadata.name.clone().unwrap_or_default();
+    let template = job
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    let tmeta = template.metadata.unwrap_or_default();
+    let mut labels = tmeta.labels.unwrap_or_default();
+    let mut annotations = tmeta.annotations.unwrap_or_default();
+    let mut finalizers = tmeta.finalizers.unwrap_or_default();
+    finalizers.push(TRACKING_FINALIZER.into());
+    let mut spec = template.spec.unwrap_or_default();
+    let generate_name = match index {
+        Some(i) => {
+            annotations.insert(COMPLETION_INDEX.into(), i.to_string());
+            labels.insert(COMPLETION_INDEX.into(), i.to_string());
+            if spec.hostname.as_deref().unwrap_or_default().is_empty() {
+                spec.hostname = Some(format!("{name}-{i}"));
+            }
+            let env = EnvVar {
+                name: COMPLETION_INDEX_ENV.into(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        api_version: None,
+                        field_path: format!("metadata.annotations['{COMPLETION_INDEX}']"),
+                    }),
+                    ..Default::default()
+                }),
+            };
+            for c in spec
+                .containers
+                .iter_mut()
+                .chain(spec.init_containers.iter_mut().flatten())
+            {
+                let envs = c.env.get_or_insert_with(Vec::new);
+                if !envs.iter().any(|e| e.name == COMPLETION_INDEX_ENV) {
+                    envs.push(env.clone());
+                }
+            }
+            format!("{name}-{i}-")
+        }
+        None => format!("{name}-"),
+    };
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(generate_name),
+            namespace: job.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            finalizers: Some(finalizers),
+            owner_references: Some(vec![owner_ref(job)]),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+/// Upstream's ttlafterfinished controller: delete the Job (foreground) once
+/// `ttlSecondsAfterFinished` has passed since it finished.
+async fn ttl_after_finished(
+    api: &Api<Job>,
+    job: &Job,
+    done: &JobCondition,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    let Some(ttl) = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished) else {
+        return Ok(Action::await_change());
+    };
+    if job.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let finished_at = job
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.as_ref())
+        .or(done.last_transition_time.as_ref())
+        .map_or(now, |t| t.0);
+    let age = now.duration_since(finished_at).as_secs();
+    if age < i64::from(ttl) {
+        let left = u64::try_from(i64::from(ttl) - age).unwrap_or(1).max(1);
+        return Ok(Action::requeue(Duration::from_secs(left)));
+    }
+    let dp = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Foreground),
+        preconditions: Some(kube::api::Preconditions {
+            uid: job.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    let name = job.metadata.name.clone().unwrap_or_default();
+    match api.delete(&name, &dp).await {
+        Ok(_) => info!(job = %name, "deleted finished job after its TTL"),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::batch::v1::JobSpec;
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerState, ContainerStateTerminated, ContainerStatus, PodSpec, PodStatus,
+        PodTemplateSpec,
+    };
+
+    fn job() -> Job {
+        Job {
+            metadata: ObjectMeta {
+                name: Some("pi".into()),
+                namespace: Some("default".into()),
+                uid: Some("u1".into()),
+                ..Default::default()
+            },
+            spec: Some(JobSpec {
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some([("job-name".to_string(), "pi".to_string())].into()),
+                        ..Default::default()
+                    }),
+                    spec: Some(PodSpec {
+                        containers: vec![Container {
+                            name: "c".into(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }),
+                },
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn indexed_pods_carry_their_index() {
+        let p = new_pod(&job(), Some(2));
+        assert_eq!(p.metadata.generate_name.as_deref(), Some("pi-2-"));
+        assert_eq!(completion_index(&p), Some(2));
+        assert_eq!(
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(COMPLETION_INDEX))
+                .map(String::as_str),
+            Some("2")
+        );
+        assert!(has_finalizer(&p));
+        let spec = p.spec.unwrap_or_default();
+        assert_eq!(spec.hostname.as_deref(), Some("pi-2"));
+        let env = spec.containers[0].env.clone().unwrap_or_default();
+        assert_eq!(env[0].name, COMPLETION_INDEX_ENV);
+
+        let plain = new_pod(&job(), None);
+        assert_eq!(plain.metadata.generate_name.as_deref(), Some("pi-"));
+        assert!(plain.metadata.annotations.is_none());
+        assert_eq!(
+            plain.metadata.owner_references.unwrap_or_default()[0].kind,
+            "Job"
+        );
+    }
+
+    fn finished_pod(phase: &str, at: i64) -> Pod {
+        Pod {
+            status: Some(PodStatus {
+                phase: Some(phase.into()),
+                container_statuses: Some(vec![ContainerStatus {
+                    state: Some(ContainerState {
+                        terminated: Some(ContainerStateTerminated {
+                            finished_at: Timestamp::from_second(at).ok().map(Time),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn failures_count_since_last_success() {
+        let cases: Vec<(Vec<Pod>, u32, Option<i64>)> = vec![
+            (vec![], 0, None),
+            (vec![finished_pod("Failed", 10)], 1, Some(10)),
+            (
+                vec![finished_pod("Failed", 10), finished_pod("Failed", 30)],
+                2,
+                Some(30),
+            ),
+            (
+                vec![
+                    finished_pod("Failed", 10),
+                    finished_pod("Succeeded", 20),
+                    finished_pod("Failed", 30),
+                ],
+                1,
+                Some(30),
+            ),
+            (
+                vec![finished_pod("Failed", 10), finished_pod("Succeeded", 20)],
+                0,
+                None,
+            ),
+        ];
+        for (pods, n, last) in cases {
+            let (got_n, got_last) = failures_since_success(&pods);
+            assert_eq!(got_n, n);
+            assert_eq!(got_last.map(|t| t.as_second()), last);
+        }
+    }
+
+    #[test]
+    fn status_comparison_treats_empties_alike() {
+        assert!(same(None, &json!(0)));
+        assert!(same(None, &json!(null)));
+        assert!(same(Some(&json!({})), &json!({})));
+        assert!(!same(None, &json!(1)));
+        assert!(!same(Some(&json!(1)), &json!(2)));
+    }
+}
