@@ -1091,6 +1091,7 @@ impl Rest {
             ..rp.clone()
         };
         let pod_name = name.clone();
+        let annotations = body.pointer("/metadata/annotations").cloned();
         self.write_raw(&main, &name, move |mut pod| {
             let name = &pod_name;
             if objects::is_deleting(&pod) {
@@ -1103,6 +1104,18 @@ impl Rest {
                 _ => {}
             }
             pod["spec"]["nodeName"] = json!(node);
+            // As upstream's assignPod: the Binding's annotations land on the pod.
+            if let Some(Value::Object(annotations)) = annotations.as_ref()
+                && !annotations.is_empty()
+            {
+                let meta = &mut pod["metadata"];
+                if !meta["annotations"].is_object() {
+                    meta["annotations"] = json!({});
+                }
+                for (k, v) in annotations {
+                    meta["annotations"][k] = v.clone();
+                }
+            }
             set_condition(&mut pod, json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": objects::now_rfc3339()}));
             Ok(pod)
         })

@@ -19,6 +19,13 @@ pub struct SchedulerConfig {
     /// Empty means one `default-scheduler` profile with the default plugins.
     #[serde(default)]
     pub profiles: Vec<Profile>,
+    /// Share of nodes to find feasible before scoring; 0 or absent means
+    /// upstream's adaptive default (50% − nodes/125, at least 5%).
+    #[serde(default)]
+    pub percentage_of_nodes_to_score: Option<u32>,
+    /// Threads filtering nodes (upstream default 16; capped by the CPUs here).
+    #[serde(default)]
+    pub parallelism: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -160,6 +167,14 @@ impl SchedulerConfig {
             return Err(Error::Config(format!("unsupported apiVersion {v:?}")));
         }
         Ok(cfg)
+    }
+
+    /// Upstream's parallelism (default 16), never more than the machine's CPUs.
+    pub fn effective_parallelism(&self) -> usize {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        self.parallelism.unwrap_or(16).clamp(1, cpus)
     }
 
     /// The profiles, with the implicit default one when none is given.

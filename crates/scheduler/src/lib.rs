@@ -1,6 +1,7 @@
 //! Berth's scheduler: upstream kube-scheduler's framework, in-tree plugins
 //! and scheduling loop, as a client of the API server.
 
+pub mod cache;
 pub mod config;
 pub mod framework;
 pub mod plugins;

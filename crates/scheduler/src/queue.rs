@@ -2,7 +2,8 @@
 //! backoff (1 s doubling to 10 s), and unschedulable pods parked until a
 //! cluster change may help them.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 pub const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
@@ -22,11 +23,13 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct SchedulingQueue {
     entries: HashMap<String, Entry>,
-    active: HashSet<String>,
+    /// Ordered by priority (highest first), then arrival.
+    active: BTreeSet<(Reverse<i32>, u64, String)>,
     backoff: HashSet<String>,
     unschedulable: HashSet<String>,
     in_flight: HashSet<String>,
     seq: u64,
+    last_stale_check: Option<Instant>,
 }
 
 /// Backoff after `attempts` failed attempts: 1 s, 2 s, 4 s, 8 s, 10 s, …
@@ -36,10 +39,34 @@ pub fn backoff_duration(attempts: u32) -> Duration {
 }
 
 impl SchedulingQueue {
+    fn activate(&mut self, key: &str) {
+        if let Some(e) = self.entries.get(key) {
+            self.active
+                .insert((Reverse(e.priority), e.seq, key.to_string()));
+        }
+    }
+
+    fn deactivate(&mut self, key: &str) -> bool {
+        match self.entries.get(key) {
+            Some(e) => self
+                .active
+                .remove(&(Reverse(e.priority), e.seq, key.to_string())),
+            None => false,
+        }
+    }
+
     /// Adds or refreshes a pending pod; a new pod goes straight to active.
     pub fn add(&mut self, key: &str, priority: i32) {
-        if let Some(e) = self.entries.get_mut(key) {
-            e.priority = priority;
+        if let Some(e) = self.entries.get(key) {
+            if e.priority != priority {
+                let was_active = self.deactivate(key);
+                if let Some(e) = self.entries.get_mut(key) {
+                    e.priority = priority;
+                }
+                if was_active {
+                    self.activate(key);
+                }
+            }
             return;
         }
         self.seq += 1;
@@ -53,14 +80,14 @@ impl SchedulingQueue {
             },
         );
         if !self.in_flight.contains(key) {
-            self.active.insert(key.to_string());
+            self.activate(key);
         }
     }
 
     /// Forgets a pod (bound or deleted).
     pub fn delete(&mut self, key: &str) {
+        self.deactivate(key);
         self.entries.remove(key);
-        self.active.remove(key);
         self.backoff.remove(key);
         self.unschedulable.remove(key);
     }
@@ -68,13 +95,7 @@ impl SchedulingQueue {
     /// Moves backoff pods whose time has come into active, then pops the best.
     pub fn pop(&mut self, now: Instant) -> Option<String> {
         self.flush(now);
-        let key = self
-            .active
-            .iter()
-            .filter_map(|k| self.entries.get(k).map(|e| (k, e)))
-            .min_by(|(_, a), (_, b)| b.priority.cmp(&a.priority).then(a.seq.cmp(&b.seq)))
-            .map(|(k, _)| k.clone())?;
-        self.active.remove(&key);
+        let (_, _, key) = self.active.pop_first()?;
         self.in_flight.insert(key.clone());
         if let Some(e) = self.entries.get_mut(&key) {
             e.attempts += 1;
@@ -100,6 +121,26 @@ impl SchedulingQueue {
         }
     }
 
+    /// A binding failed after the pod left the queue: retry it after its backoff.
+    pub fn requeue_after_error(&mut self, key: &str, priority: i32) {
+        self.in_flight.remove(key);
+        if !self.entries.contains_key(key) {
+            self.seq += 1;
+            self.entries.insert(
+                key.to_string(),
+                Entry {
+                    priority,
+                    seq: self.seq,
+                    attempts: 1,
+                    last_attempt: Some(Instant::now()),
+                },
+            );
+        }
+        self.deactivate(key);
+        self.unschedulable.remove(key);
+        self.backoff.insert(key.to_string());
+    }
+
     /// A node or pod changed: unschedulable pods get another try, after their backoff.
     pub fn move_all_to_active_or_backoff(&mut self) {
         for k in std::mem::take(&mut self.unschedulable) {
@@ -113,16 +154,27 @@ impl SchedulingQueue {
     }
 
     fn flush(&mut self, now: Instant) {
-        let ready: Vec<String> = self
-            .backoff
-            .iter()
-            .filter(|k| self.ready_at(k).is_none_or(|t| t <= now))
-            .cloned()
-            .collect();
-        for k in ready {
-            self.backoff.remove(&k);
-            self.active.insert(k);
+        if !self.backoff.is_empty() {
+            let ready: Vec<String> = self
+                .backoff
+                .iter()
+                .filter(|k| self.ready_at(k).is_none_or(|t| t <= now))
+                .cloned()
+                .collect();
+            for k in ready {
+                self.backoff.remove(&k);
+                self.activate(&k);
+            }
         }
+        // Parked pods are checked for staleness once a second, not per pop.
+        if self.unschedulable.is_empty()
+            || self
+                .last_stale_check
+                .is_some_and(|t| now.saturating_duration_since(t) < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.last_stale_check = Some(now);
         let stale: Vec<String> = self
             .unschedulable
             .iter()
@@ -130,13 +182,13 @@ impl SchedulingQueue {
                 self.entries
                     .get(*k)
                     .and_then(|e| e.last_attempt)
-                    .is_none_or(|t| now.duration_since(t) >= MAX_IN_UNSCHEDULABLE)
+                    .is_none_or(|t| now.saturating_duration_since(t) >= MAX_IN_UNSCHEDULABLE)
             })
             .cloned()
             .collect();
         for k in stale {
             self.unschedulable.remove(&k);
-            self.active.insert(k);
+            self.activate(&k);
         }
     }
 

@@ -1,70 +1,107 @@
-//! The scheduling loop (upstream `scheduler.go`, `schedule_one.go`): informers
-//! feed the queue; each pod is filtered, scored, assumed and bound.
+//! The scheduling loop (upstream `scheduler.go`, `schedule_one.go`).
+//!
+//! Informers feed the cache (nodes, bound pods) and the queue (pending pods).
+//! One thread runs scheduling cycles against an incrementally refreshed
+//! snapshot; a chosen pod is assumed in the cache at once and bound by its
+//! own task, so the next cycle never waits for the API. A failed binding
+//! forgets the assumption and requeues the pod with backoff.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use berth_runtime::events::{EventSource, EventType, Recorder};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Binding, Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::runtime::Handle;
+use tokio::sync::Semaphore;
 use tracing::{debug, info, warn};
 
 use crate::Error;
+use crate::cache::{Cache, is_terminal, node_name};
 use crate::config::SchedulerConfig;
+use crate::framework::affinity::NamespaceLabels;
 use crate::framework::types::pod_key;
-use crate::framework::{CycleState, Framework, NodeInfo, PodInfo, ScheduleError, explain};
+use crate::framework::{
+    CycleState, Framework, Nomination, PodInfo, ScheduleError, SearchState, Snapshot, explain,
+};
+use crate::plugins::defaultpreemption::{
+    REASON_PREEMPTION_BY_SCHEDULER, disruption_message, preempted_message,
+};
 use crate::plugins::new_framework;
 use crate::queue::{Outcome, SchedulingQueue};
 
 pub const COMPONENT: &str = "default-scheduler";
-/// Beyond upstream: the top candidates and their per-plugin scores.
+/// Beyond upstream: the top candidates and their per-plugin scores, set on
+/// the pod through the Binding's annotations (copied by the binding REST).
 pub const CANDIDATES_ANNOTATION: &str = "scheduler.berth.dev/candidates";
-
-/// Pods this scheduler has bound but the informer has not yet seen bound,
-/// so their resources count against the node (upstream's assumed pods).
-type Assumed = Arc<Mutex<HashMap<String, (String, Pod)>>>;
+/// Bindings in flight at once; more wait for a slot (the cache already holds them).
+const MAX_CONCURRENT_BINDINGS: usize = 256;
 
 struct Shared {
     queue: Mutex<SchedulingQueue>,
-    wake: Notify,
-    assumed: Assumed,
+    wake: Condvar,
+    cache: Mutex<Cache>,
+    /// Unbound pods this scheduler is responsible for, by key.
+    pending: Mutex<HashMap<String, Arc<Pod>>>,
+    namespaces: RwLock<Arc<NamespaceLabels>>,
+    pdbs: RwLock<HashMap<String, PodDisruptionBudget>>,
+    priority_classes: RwLock<HashMap<String, i32>>,
     profiles: HashMap<String, Arc<Framework>>,
+    stop: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
     fn with_queue<T>(&self, f: impl FnOnce(&mut SchedulingQueue) -> T) -> T {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let out = f(&mut q);
-        drop(q);
+        let out = f(&mut lock(&self.queue));
         self.wake.notify_one();
         out
     }
 
-    fn assumed(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Pod)>> {
-        self.assumed.lock().unwrap_or_else(|e| e.into_inner())
+    fn cache(&self) -> MutexGuard<'_, Cache> {
+        lock(&self.cache)
     }
-}
 
-fn is_terminal(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
-fn node_name(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
+    /// Upstream's Priority admission resolves `priorityClassName` into
+    /// `priority`; when a pod arrives without it, resolve it here.
+    fn with_priority(&self, pod: Pod) -> Pod {
+        let Some(spec) = pod.spec.as_ref() else {
+            return pod;
+        };
+        if spec.priority.is_some() {
+            return pod;
+        }
+        let Some(class) = spec
+            .priority_class_name
+            .as_deref()
+            .filter(|c| !c.is_empty())
+        else {
+            return pod;
+        };
+        let value = self
+            .priority_classes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(class)
+            .copied();
+        let mut pod = pod;
+        if let (Some(v), Some(spec)) = (value, pod.spec.as_mut()) {
+            spec.priority = Some(v);
+        }
+        pod
+    }
 }
 
 fn scheduler_name(pod: &Pod) -> &str {
@@ -72,6 +109,60 @@ fn scheduler_name(pod: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.scheduler_name.as_deref())
         .unwrap_or(crate::config::DEFAULT_SCHEDULER_NAME)
+}
+
+/// Applies watch events to `apply`/`delete`, calling `relisted` with every
+/// key seen after a (re)list so vanished objects can be dropped.
+async fn drive<K, S>(
+    stream: S,
+    what: &str,
+    mut apply: impl FnMut(K),
+    mut delete: impl FnMut(K),
+    mut relisted: impl FnMut(HashSet<String>),
+    ready: tokio::sync::oneshot::Sender<()>,
+) where
+    K: kube::Resource + Clone,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut ready = Some(ready);
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::Apply(o)) => apply(o),
+            Ok(watcher::Event::Delete(o)) => delete(o),
+            Ok(watcher::Event::Init) => seen.clear(),
+            Ok(watcher::Event::InitApply(o)) => {
+                seen.insert(format!(
+                    "{}/{}",
+                    o.meta().namespace.as_deref().unwrap_or_default(),
+                    o.meta().name.as_deref().unwrap_or_default()
+                ));
+                apply(o);
+            }
+            Ok(watcher::Event::InitDone) => {
+                relisted(std::mem::take(&mut seen));
+                if let Some(tx) = ready.take() {
+                    let _ = tx.send(());
+                }
+            }
+            Err(e) => warn!(error = %e, "{what} watch failed"),
+        }
+    }
+}
+
+fn watch<K>(
+    client: &kube::Client,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + use<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
 }
 
 /// Runs the scheduler until the watches end (they retry forever).
@@ -83,271 +174,524 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
     }
     let shared = Arc::new(Shared {
         queue: Mutex::new(SchedulingQueue::default()),
-        wake: Notify::new(),
-        assumed: Arc::default(),
+        wake: Condvar::new(),
+        cache: Mutex::new(Cache::default()),
+        pending: Mutex::new(HashMap::new()),
+        namespaces: RwLock::new(Arc::default()),
+        pdbs: RwLock::new(HashMap::new()),
+        priority_classes: RwLock::new(HashMap::new()),
         profiles,
+        stop: AtomicBool::new(false),
     });
 
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let node_stream = reflector::reflector(
-        node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).default_backoff(),
-    );
-    let pod_stream = reflector::reflector(
-        pod_writer,
-        watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()).default_backoff(),
-    );
+    let mut readies = Vec::new();
+    let mut tasks = Vec::new();
 
-    let s = shared.clone();
-    let node_task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(node_stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                // Any node change may make parked pods schedulable.
-                Ok(
-                    watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone,
-                ) => {
-                    s.with_queue(|q| q.move_all_to_active_or_backoff());
-                }
-                Ok(_) => {}
-                Err(e) => warn!(error = %e, "node watch failed"),
+    // Priority classes first, so pods listed next resolve their priority.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<PriorityClass>(&client),
+        "priorityclass",
+        move |pc: PriorityClass| {
+            if let Some(n) = pc.metadata.name.clone() {
+                s1.priority_classes
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(n, pc.value);
             }
-        }
-    });
-    let s = shared.clone();
-    let pod_task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(pod_stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
-                    on_pod(&s, &pod, false)
-                }
-                Ok(watcher::Event::Delete(pod)) => on_pod(&s, &pod, true),
-                Ok(_) => {}
-                Err(e) => warn!(error = %e, "pod watch failed"),
+        },
+        move |pc: PriorityClass| {
+            if let Some(n) = pc.metadata.name.as_deref() {
+                s2.priority_classes
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(n);
             }
-        }
-    });
+        },
+        move |seen| {
+            s3.priority_classes
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|n, _| seen.contains(&format!("/{n}")));
+        },
+        tx,
+    )));
+    let _ = rx.await;
 
-    nodes
-        .wait_until_ready()
-        .await
-        .map_err(|e| Error::Config(e.to_string()))?;
-    pods.wait_until_ready()
-        .await
-        .map_err(|e| Error::Config(e.to_string()))?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    readies.push(rx);
+    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<Node>(&client),
+        "node",
+        move |n: Node| {
+            s1.cache().add_or_update_node(Arc::new(n));
+            // Any node change may make parked pods schedulable.
+            s1.with_queue(|q| q.move_all_to_active_or_backoff());
+        },
+        move |n: Node| {
+            if let Some(name) = n.metadata.name.as_deref() {
+                s2.cache().remove_node(name);
+            }
+        },
+        move |seen| {
+            // Nodes deleted while the watch was down.
+            let mut cache = s3.cache();
+            for name in cache.node_names() {
+                if !seen.contains(&format!("/{name}")) {
+                    cache.remove_node(&name);
+                }
+            }
+            drop(cache);
+            s3.with_queue(|q| q.move_all_to_active_or_backoff());
+        },
+        tx,
+    )));
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    readies.push(rx);
+    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<Pod>(&client),
+        "pod",
+        move |p: Pod| on_pod(&s1, p),
+        move |p: Pod| on_pod_deleted(&s2, &pod_key(&p)),
+        move |seen| {
+            // Pods deleted while the watch was down.
+            let gone: Vec<String> = lock(&s3.pending)
+                .keys()
+                .filter(|k| !seen.contains(*k))
+                .cloned()
+                .collect();
+            let gone_bound: Vec<String> = s3
+                .cache()
+                .pod_keys()
+                .into_iter()
+                .filter(|k| !seen.contains(k))
+                .collect();
+            for k in gone.into_iter().chain(gone_bound) {
+                on_pod_deleted(&s3, &k);
+            }
+        },
+        tx,
+    )));
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    readies.push(rx);
+    let (s1, s2) = (shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<Namespace>(&client),
+        "namespace",
+        move |ns: Namespace| {
+            let mut w = s1.namespaces.write().unwrap_or_else(|e| e.into_inner());
+            let mut map = (**w).clone();
+            if let Some(n) = ns.metadata.name {
+                map.insert(n, ns.metadata.labels.unwrap_or_default());
+            }
+            *w = Arc::new(map);
+        },
+        move |ns: Namespace| {
+            let mut w = s2.namespaces.write().unwrap_or_else(|e| e.into_inner());
+            let mut map = (**w).clone();
+            if let Some(n) = ns.metadata.name.as_deref() {
+                map.remove(n);
+            }
+            *w = Arc::new(map);
+        },
+        |_| {},
+        tx,
+    )));
+
+    let (tx, _pdb_ready) = tokio::sync::oneshot::channel();
+    let (s1, s2) = (shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<PodDisruptionBudget>(&client),
+        "poddisruptionbudget",
+        move |p: PodDisruptionBudget| {
+            s1.pdbs
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(pdb_key(&p), p);
+        },
+        move |p: PodDisruptionBudget| {
+            s2.pdbs
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&pdb_key(&p));
+        },
+        |_| {},
+        tx,
+    )));
+
+    for r in readies {
+        if r.await.is_err() {
+            return Err(Error::Config(
+                "an informer stopped before its first list".into(),
+            ));
+        }
+    }
     info!(profiles = shared.profiles.len(), "scheduler started");
 
     let recorder = Recorder::new(client.clone(), EventSource::new(COMPONENT, ""));
-    loop {
-        if node_task.is_finished() || pod_task.is_finished() {
-            return Ok(());
-        }
-        let next = shared.with_queue(|q| q.pop(Instant::now()));
-        let Some(key) = next else {
-            let wait = shared
-                .with_queue(|q| q.next_ready())
-                .map(|t| t.saturating_duration_since(Instant::now()))
-                .unwrap_or(Duration::from_secs(1))
-                .min(Duration::from_secs(1));
-            // with_queue notified; consume that permit so we actually wait.
-            let _ = tokio::time::timeout(Duration::ZERO, shared.wake.notified()).await;
-            let _ = tokio::time::timeout(wait, shared.wake.notified()).await;
-            continue;
-        };
-        let outcome = schedule_one(&client, &recorder, &shared, &nodes, &pods, &key).await;
-        shared.with_queue(|q| q.done(&key, outcome));
-    }
+    let looper = Looper {
+        client: client.clone(),
+        recorder,
+        shared: shared.clone(),
+        handle: Handle::current(),
+        bindings: Arc::new(Semaphore::new(MAX_CONCURRENT_BINDINGS)),
+        search: SearchState {
+            percentage_of_nodes_to_score: config.percentage_of_nodes_to_score,
+            parallelism: config.effective_parallelism(),
+            ..Default::default()
+        },
+        snapshot: Snapshot::default(),
+    };
+    let thread = std::thread::Builder::new()
+        .name("scheduler".into())
+        .spawn(move || looper.run())
+        .map_err(|e| Error::Config(format!("starting the scheduling thread: {e}")))?;
+
+    // The watches retry forever; if one ends, stop the loop too.
+    let (_done, _, _) = futures::future::select_all(tasks).await;
+    shared.stop.store(true, Ordering::Relaxed);
+    shared.wake.notify_all();
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    Ok(())
 }
 
-fn on_pod(s: &Shared, pod: &Pod, deleted: bool) {
-    let key = pod_key(pod);
-    let assigned = node_name(pod).is_some();
-    if deleted || assigned || is_terminal(pod) || pod.metadata.deletion_timestamp.is_some() {
-        s.with_queue(|q| q.delete(&key));
-        if deleted || assigned {
-            // The informer now reflects the truth; the assumption is done.
-            s.assumed().remove(&key);
+fn pdb_key(p: &PodDisruptionBudget) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or_default(),
+        p.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn on_pod(s: &Shared, pod: Pod) {
+    let key = pod_key(&pod);
+    let pod = Arc::new(s.with_priority(pod));
+    if node_name(&pod).is_some() || is_terminal(&pod) {
+        let assigned = node_name(&pod).is_some();
+        let had = lock(&s.pending).remove(&key).is_some();
+        if had {
+            s.with_queue(|q| q.delete(&key));
         }
-        if deleted {
-            s.with_queue(|q| q.move_all_to_active_or_backoff());
+        if assigned {
+            s.cache().add_or_update_pod(pod);
         }
         return;
     }
-    if s.profiles.contains_key(scheduler_name(pod)) {
+    if pod.metadata.deletion_timestamp.is_some() {
+        lock(&s.pending).remove(&key);
+        s.with_queue(|q| q.delete(&key));
+        return;
+    }
+    if s.profiles.contains_key(scheduler_name(&pod)) {
         let prio = pod.spec.as_ref().and_then(|sp| sp.priority).unwrap_or(0);
+        lock(&s.pending).insert(key.clone(), pod);
         s.with_queue(|q| q.add(&key, prio));
     }
 }
 
-/// NodeInfos from the caches: bound, non-terminal pods plus assumed ones.
-pub fn snapshot(
-    nodes: &[Arc<Node>],
-    pods: &[Arc<Pod>],
-    assumed: &HashMap<String, (String, Pod)>,
-) -> Vec<NodeInfo> {
-    let mut infos: Vec<NodeInfo> = nodes.iter().map(|n| NodeInfo::new((**n).clone())).collect();
-    infos.sort_by(|a, b| a.name().cmp(b.name()));
-    let index: HashMap<String, usize> = infos
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name().to_string(), i))
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    for p in pods {
-        let Some(n) = node_name(p) else { continue };
-        if is_terminal(p) {
-            continue;
+fn on_pod_deleted(s: &Shared, key: &str) {
+    lock(&s.pending).remove(key);
+    let was_bound = {
+        let mut c = s.cache();
+        let had = c.contains_pod(key) && !c.is_assumed(key);
+        if had {
+            c.remove_pod(key);
         }
-        seen.insert(pod_key(p));
-        if let Some(&i) = index.get(n) {
-            infos[i].add_pod(PodInfo::new((**p).clone()));
+        had
+    };
+    s.with_queue(|q| {
+        q.delete(key);
+        // Freed room may let parked pods fit.
+        if was_bound {
+            q.move_all_to_active_or_backoff();
         }
-    }
-    for (key, (node, pod)) in assumed {
-        if seen.contains(key) {
-            continue;
-        }
-        if let Some(&i) = index.get(node) {
-            infos[i].add_pod(PodInfo::new(pod.clone()));
-        }
-    }
-    infos
+    });
 }
 
-async fn schedule_one(
-    client: &kube::Client,
-    recorder: &Recorder,
-    shared: &Shared,
-    nodes: &Store<Node>,
-    pods: &Store<Pod>,
-    key: &str,
-) -> Outcome {
-    let Some((ns, name)) = key.split_once('/') else {
-        return Outcome::Scheduled;
-    };
-    let Some(pod) = pods.get(&ObjectRef::new(name).within(ns)) else {
-        return Outcome::Scheduled;
-    };
-    if node_name(&pod).is_some() || pod.metadata.deletion_timestamp.is_some() {
-        return Outcome::Scheduled;
-    }
-    let Some(fw) = shared.profiles.get(scheduler_name(&pod)).cloned() else {
-        return Outcome::Scheduled;
-    };
-    let pod_info = PodInfo::new((*pod).clone());
-    let infos = snapshot(&nodes.state(), &pods.state(), &shared.assumed());
-    let result = fw.schedule_pod(&pod_info, &infos);
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    match result {
-        Ok(res) => {
-            let host = res.suggested_host.clone();
-            shared
-                .assumed()
-                .insert(key.to_string(), (host.clone(), (*pod).clone()));
-            let mut state = CycleState::default();
-            let s = fw.run_reserve(&mut state, &pod_info, &host);
-            let s = if s.is_success() {
-                fw.run_permit(&state, &pod_info, &host)
-            } else {
-                s
+/// The scheduling thread's state.
+struct Looper {
+    client: kube::Client,
+    recorder: Recorder,
+    shared: Arc<Shared>,
+    handle: Handle,
+    bindings: Arc<Semaphore>,
+    search: SearchState,
+    snapshot: Snapshot,
+}
+
+impl Looper {
+    fn run(mut self) {
+        loop {
+            let Some(key) = self.next() else {
+                return;
             };
-            let bound = match (s.is_success(), fw.run_bind(&pod_info, &host)) {
-                (true, Ok(binding)) => bind(&api, name, &binding).await,
-                (true, Err(st)) => Err(st.message()),
-                (false, _) => Err(s.message()),
-            };
-            if let Err(e) = bound {
-                warn!(pod = key, node = %host, error = %e, "binding failed");
-                shared.assumed().remove(key);
-                return Outcome::Error;
-            }
-            let why = explain(&res.scores, 3);
-            info!(pod = key, node = %host, feasible = res.feasible_nodes, candidates = %why, "scheduled");
-            recorder.event(
-                &*pod,
-                EventType::Normal,
-                "Scheduled",
-                format!("Successfully assigned {ns}/{name} to {host}"),
-            );
-            let patch = json!({"metadata": {"annotations": {CANDIDATES_ANNOTATION: why}}});
-            if let Err(e) = api
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                debug!(pod = key, error = %e, "recording candidates failed");
-            }
-            Outcome::Scheduled
+            let outcome = self.schedule_one(&key);
+            self.shared.with_queue(|q| q.done(&key, outcome));
         }
-        Err(ScheduleError::Internal(st)) => {
-            warn!(pod = key, status = %st, "scheduling error");
-            Outcome::Error
-        }
-        Err(err @ (ScheduleError::Fit(_) | ScheduleError::NoNodes)) => {
-            let message = err.to_string();
-            debug!(pod = key, %message, "unschedulable");
-            recorder.event(
-                &*pod,
-                EventType::Warning,
-                "FailedScheduling",
-                message.clone(),
-            );
-            if let Err(e) = set_unschedulable(&api, &pod, name, &message).await {
-                warn!(pod = key, error = %e, "updating PodScheduled condition failed");
+    }
+
+    /// Blocks until a pod is ready to try, or the scheduler stops.
+    fn next(&self) -> Option<String> {
+        let mut q = lock(&self.shared.queue);
+        loop {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return None;
             }
-            Outcome::Unschedulable
+            let now = Instant::now();
+            if let Some(k) = q.pop(now) {
+                return Some(k);
+            }
+            let wait = q
+                .next_ready()
+                .map(|t| t.saturating_duration_since(now))
+                .unwrap_or(Duration::from_secs(1))
+                .clamp(Duration::from_millis(1), Duration::from_secs(1));
+            q = self
+                .shared
+                .wake
+                .wait_timeout(q, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
         }
+    }
+
+    fn schedule_one(&mut self, key: &str) -> Outcome {
+        let Some(pod) = lock(&self.shared.pending).get(key).cloned() else {
+            return Outcome::Scheduled;
+        };
+        let Some(fw) = self.shared.profiles.get(scheduler_name(&pod)).cloned() else {
+            return Outcome::Scheduled;
+        };
+        {
+            let mut cache = self.shared.cache();
+            if cache.contains_pod(key) {
+                // Already assumed; its binding is in flight.
+                return Outcome::Scheduled;
+            }
+            cache.update_snapshot(&mut self.snapshot);
+        }
+        self.snapshot.namespaces = self
+            .shared
+            .namespaces
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let pdbs = self.shared.pdbs.read().unwrap_or_else(|e| e.into_inner());
+        if pdbs.len() != self.snapshot.pdbs.len() || !pdbs.is_empty() {
+            self.snapshot.pdbs = Arc::new(pdbs.values().cloned().collect());
+        }
+        drop(pdbs);
+        let pod_info = Arc::new(PodInfo::from_arc(pod.clone()));
+        match fw.schedule_pod(&pod_info, &self.snapshot, &mut self.search) {
+            Ok(res) => {
+                let host = res.suggested_host.clone();
+                let mut state = CycleState::default();
+                let s = fw.run_reserve(&mut state, &pod_info, &host);
+                let s = if s.is_success() {
+                    fw.run_permit(&state, &pod_info, &host)
+                } else {
+                    s
+                };
+                if !s.is_success() {
+                    warn!(pod = key, node = %host, status = %s, "reserve/permit rejected the pod");
+                    return Outcome::Error;
+                }
+                let mut binding = match fw.run_bind(&pod_info, &host) {
+                    Ok(b) => b,
+                    Err(st) => {
+                        warn!(pod = key, status = %st, "no binding");
+                        return Outcome::Error;
+                    }
+                };
+                let why = explain(&res.scores, 3);
+                binding
+                    .metadata
+                    .annotations
+                    .get_or_insert_default()
+                    .insert(CANDIDATES_ANNOTATION.to_string(), why.clone());
+                if let Err(e) = self.shared.cache().assume_pod(pod_info.clone(), &host) {
+                    warn!(pod = key, error = %e, "assume failed");
+                    return Outcome::Error;
+                }
+                debug!(pod = key, node = %host, feasible = res.feasible_nodes, candidates = %why, "assumed");
+                self.spawn_bind(pod, binding, host);
+                Outcome::Scheduled
+            }
+            Err(ScheduleError::Internal(st)) => {
+                warn!(pod = key, status = %st, "scheduling error");
+                Outcome::Error
+            }
+            Err(err) => {
+                let nomination = match &err {
+                    ScheduleError::Fit(fe) => fe.nomination.clone(),
+                    _ => None,
+                };
+                let message = err.to_string();
+                debug!(pod = key, %message, "unschedulable");
+                self.recorder.event(
+                    &*pod,
+                    EventType::Warning,
+                    "FailedScheduling",
+                    message.clone(),
+                );
+                let nominated = nomination.as_ref().map(|n| n.node.clone());
+                if let Some(n) = nomination {
+                    self.spawn_preemption(pod.clone(), n, fw.scheduler_name.clone());
+                }
+                let api: Api<Pod> = Api::namespaced(
+                    self.client.clone(),
+                    pod.metadata.namespace.as_deref().unwrap_or("default"),
+                );
+                self.handle.spawn(async move {
+                    if let Err(e) =
+                        set_unschedulable(&api, &pod, &message, nominated.as_deref()).await
+                    {
+                        debug!(error = %e, "updating PodScheduled condition failed");
+                    }
+                });
+                Outcome::Unschedulable
+            }
+        }
+    }
+
+    /// Binds in the background; the cache already counts the pod on `host`.
+    fn spawn_bind(&self, pod: Arc<Pod>, binding: Binding, host: String) {
+        let shared = self.shared.clone();
+        let recorder = self.recorder.clone();
+        let slots = self.bindings.clone();
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        self.handle.spawn(async move {
+            let _slot = slots.acquire_owned().await;
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let key = pod_key(&pod);
+            // The server answers with a Status, not a Binding.
+            let res = api
+                .create_subresource::<_, serde_json::Value>(
+                    "binding",
+                    &name,
+                    &PostParams::default(),
+                    &binding,
+                )
+                .await;
+            match res {
+                Ok(_) => recorder.event(
+                    &*pod,
+                    EventType::Normal,
+                    "Scheduled",
+                    format!("Successfully assigned {ns}/{name} to {host}"),
+                ),
+                Err(e) => {
+                    warn!(pod = %key, node = %host, error = %e, "binding failed");
+                    shared.cache().forget_pod(&key);
+                    let still_pending = lock(&shared.pending).contains_key(&key);
+                    if still_pending {
+                        let prio = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+                        shared.with_queue(|q| q.requeue_after_error(&key, prio));
+                    }
+                }
+            }
+        });
+    }
+
+    /// Evicts the victims as upstream's `prepareCandidate`: a DisruptionTarget
+    /// condition, a graceful delete and a `Preempted` event on each.
+    fn spawn_preemption(&self, preemptor: Arc<Pod>, n: Nomination, scheduler_name: String) {
+        let client = self.client.clone();
+        let recorder = self.recorder.clone();
+        self.handle.spawn(async move {
+            let uid = preemptor.metadata.uid.clone().unwrap_or_default();
+            for v in n.victims {
+                let ns = v.namespace().to_string();
+                let name = v.pod.metadata.name.clone().unwrap_or_default();
+                let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+                let patch = json!({"status": {"conditions": [{
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": REASON_PREEMPTION_BY_SCHEDULER,
+                    "message": disruption_message(&scheduler_name),
+                    "lastProbeTime": null,
+                    "lastTransitionTime": now(),
+                }]}});
+                if let Err(e) = api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+                    .await
+                {
+                    debug!(pod = %name, error = %e, "marking preemption victim failed");
+                }
+                match api.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {
+                        info!(victim = %format!("{ns}/{name}"), node = %n.node, "preempted");
+                        recorder.event(
+                            &*v.pod,
+                            EventType::Normal,
+                            "Preempted",
+                            preempted_message(&uid, &n.node),
+                        );
+                    }
+                    Err(e) => warn!(pod = %name, error = %e, "deleting preemption victim failed"),
+                }
+            }
+        });
     }
 }
 
-async fn bind(
-    api: &Api<Pod>,
-    name: &str,
-    binding: &k8s_openapi::api::core::v1::Binding,
-) -> Result<(), String> {
-    // The server answers with a Status, not a Binding.
-    api.create_subresource::<_, serde_json::Value>("binding", name, &PostParams::default(), binding)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+fn now() -> Time {
+    Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now()))
 }
 
-/// PodScheduled=False/Unschedulable with the FitError message, written only when it changes.
+/// PodScheduled=False/Unschedulable with the FitError message (and the
+/// nominated node after preemption), written only when something changes.
 async fn set_unschedulable(
     api: &Api<Pod>,
     pod: &Pod,
-    name: &str,
     message: &str,
+    nominated: Option<&str>,
 ) -> Result<(), kube::Error> {
-    let current = pod
-        .status
-        .as_ref()
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let status = pod.status.as_ref();
+    let current = status
         .and_then(|s| s.conditions.as_ref())
         .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"));
-    if let Some(c) = current
-        && c.status == "False"
-        && c.reason.as_deref() == Some("Unschedulable")
-        && c.message.as_deref() == Some(message)
-    {
+    let current_nominated = status.and_then(|s| s.nominated_node_name.as_deref());
+    let same_condition = current.is_some_and(|c| {
+        c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+            && c.message.as_deref() == Some(message)
+    });
+    if same_condition && (nominated.is_none() || nominated == current_nominated) {
         return Ok(());
     }
     let transition = match current {
         Some(c) if c.status == "False" => c.last_transition_time.clone(),
         _ => None,
     }
-    .unwrap_or(Time(
-        Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now()),
-    ));
-    let patch = json!({"status": {"conditions": [{
+    .unwrap_or_else(now);
+    let mut status = json!({"conditions": [{
         "type": "PodScheduled",
         "status": "False",
         "reason": "Unschedulable",
         "message": message,
         "lastProbeTime": null,
         "lastTransitionTime": transition,
-    }]}});
-    api.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
-        .await?;
+    }]});
+    if let Some(n) = nominated {
+        status["nominatedNodeName"] = json!(n);
+    }
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Strategic(&json!({"status": status})),
+    )
+    .await?;
     Ok(())
 }

@@ -2,8 +2,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use super::status::Status;
+use super::types::PodInfo;
+
+/// Preemption's outcome: the node the preemptor is nominated to and the
+/// pods to evict there.
+#[derive(Clone, Debug)]
+pub struct Nomination {
+    pub node: String,
+    pub victims: Vec<Arc<PodInfo>>,
+}
 
 /// What the filters said about each rejected node.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +29,7 @@ pub struct Diagnosis {
 pub struct FitError {
     pub num_all_nodes: usize,
     pub diagnosis: Diagnosis,
+    pub nomination: Option<Nomination>,
 }
 
 impl FitError {
@@ -124,6 +135,7 @@ mod tests {
                     pre_filter_msg: pre.into(),
                     post_filter_msg: post.into(),
                 },
+                nomination: None,
             };
             assert_eq!(e.to_string(), want, "case {i}");
         }

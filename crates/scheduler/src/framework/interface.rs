@@ -2,8 +2,10 @@
 //! synchronous functions over snapshots; I/O (binding) stays in the loop.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use super::snapshot::Snapshot;
 use super::status::Status;
 use super::types::{NodeInfo, PodInfo};
 
@@ -15,6 +17,9 @@ pub const MIN_NODE_SCORE: i64 = 0;
 #[derive(Default)]
 pub struct CycleState {
     data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+    /// Plugins whose PreFilter/PreScore said Skip (upstream's SkipFilterPlugins/SkipScorePlugins).
+    pub skip_filter: HashSet<&'static str>,
+    pub skip_score: HashSet<&'static str>,
 }
 
 impl CycleState {
@@ -30,7 +35,7 @@ impl CycleState {
 /// One node's score from one plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeScore {
-    pub name: String,
+    pub name: Arc<str>,
     pub score: i64,
 }
 
@@ -44,28 +49,56 @@ pub trait QueueSort: Plugin {
 }
 
 pub trait PreFilter: Plugin {
-    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[NodeInfo]) -> Status;
+    /// `Skip` means the plugin's Filter is not needed for this pod.
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snap: &Snapshot) -> Status;
 }
 
 pub trait Filter: Plugin {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
 }
 
-/// Runs when no node fits (preemption). Returns a status whose message
-/// becomes the FitError's post-filter part.
+/// What a PostFilter decided: its status (the message becomes the
+/// FitError's post-filter part) and, for preemption, the node to nominate
+/// and the pods to evict there.
+#[derive(Clone, Debug)]
+pub struct PostFilterResult {
+    pub status: Status,
+    pub nominated_node: Option<String>,
+    pub victims: Vec<Arc<PodInfo>>,
+}
+
+impl PostFilterResult {
+    pub fn status(status: Status) -> Self {
+        Self {
+            status,
+            nominated_node: None,
+            victims: Vec::new(),
+        }
+    }
+}
+
+/// Runs when no node fits (preemption).
 pub trait PostFilter: Plugin {
     fn post_filter(
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[NodeInfo],
+        snap: &Snapshot,
         filtered: &HashMap<String, Status>,
-        filter: &dyn Fn(&PodInfo, &NodeInfo) -> Status,
-    ) -> Status;
+        filter: &(dyn Fn(&PodInfo, &NodeInfo) -> Status + Sync),
+    ) -> PostFilterResult;
 }
 
 pub trait PreScore: Plugin {
-    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Status;
+    /// `feasible` are the nodes that passed Filter; `snap` has all nodes.
+    /// `Skip` means the plugin's Score is not needed for this pod.
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        feasible: &[&NodeInfo],
+        snap: &Snapshot,
+    ) -> Status;
 }
 
 pub trait Score: Plugin {

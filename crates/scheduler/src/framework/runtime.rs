@@ -3,14 +3,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rand::Rng;
 
-use super::fit_error::{Diagnosis, FitError};
+use super::fit_error::{Diagnosis, FitError, Nomination};
 use super::interface::{
     Bind, CycleState, Filter, NodeScore, Permit, PostFilter, PreFilter, PreScore, QueueSort,
     Reserve, Score,
 };
+use super::snapshot::Snapshot;
 use super::status::{Code, Status};
 use super::types::{NodeInfo, PodInfo};
 
@@ -48,7 +50,7 @@ pub struct ScheduleResult {
     pub suggested_host: String,
     pub evaluated_nodes: usize,
     pub feasible_nodes: usize,
-    /// Every feasible node's scores, best first.
+    /// The best-scored feasible nodes with their per-plugin scores, best first.
     pub scores: Vec<NodePluginScores>,
 }
 
@@ -62,10 +64,112 @@ pub enum ScheduleError {
     Internal(Status),
 }
 
+/// Upstream's bounds for `percentageOfNodesToScore`.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+/// How many explained candidates ScheduleResult keeps.
+pub const EXPLAINED_CANDIDATES: usize = 3;
+
+/// Upstream's `numFeasibleNodesToFind`: all nodes below 100; otherwise the
+/// configured percentage, or adaptively 50% − nodes/125 (at least 5%), and
+/// never fewer than 100 nodes.
+pub fn num_feasible_nodes_to_find(percentage: Option<u32>, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let percentage = match percentage {
+        Some(p) if p > 0 => (p as usize).min(100),
+        _ => 50usize
+            .saturating_sub(num_all_nodes / 125)
+            .max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND),
+    };
+    (num_all_nodes * percentage / 100).max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// What carries over between cycles: where the next node search starts
+/// (upstream's round-robin `nextStartNodeIndex`) and how it is bounded.
+#[derive(Clone, Debug)]
+pub struct SearchState {
+    pub next_start_node_index: usize,
+    pub percentage_of_nodes_to_score: Option<u32>,
+    pub parallelism: usize,
+}
+
+impl Default for SearchState {
+    fn default() -> Self {
+        Self {
+            next_start_node_index: 0,
+            percentage_of_nodes_to_score: None,
+            parallelism: 1,
+        }
+    }
+}
+
+/// Nodes per work item when filtering in parallel.
+const CHUNK: usize = 32;
+/// Below this many nodes threads cost more than they save.
+const PARALLEL_MIN_NODES: usize = 512;
+
+/// Runs `f` over `0..n` in chunks on up to `parallelism` threads (upstream's
+/// `parallelize.Until`); `f` gets the chunk's range and returns false to stop.
+fn parallelize<T: Send>(
+    n: usize,
+    parallelism: usize,
+    f: impl Fn(std::ops::Range<usize>, &mut Vec<T>) -> bool + Sync,
+) -> Vec<T> {
+    if parallelism <= 1 || n < PARALLEL_MIN_NODES {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let end = (i + CHUNK).min(n);
+            if !f(i..end, &mut out) {
+                break;
+            }
+            i = end;
+        }
+        return out;
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let worker = || {
+        let mut out = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let i = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            if !f(i..(i + CHUNK).min(n), &mut out) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        out
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..parallelism).map(|_| s.spawn(worker)).collect();
+        let mut out = worker();
+        for h in handles {
+            // A panicking plugin is a bug; its chunk's results are lost, not the scheduler.
+            if let Ok(mut o) = h.join() {
+                out.append(&mut o);
+            }
+        }
+        out
+    })
+}
+
+enum Checked {
+    Feasible(usize),
+    Rejected(usize, Status),
+    Failed(Status),
+}
+
 impl Framework {
     /// Runs every Filter plugin on one node; the first rejection wins, as upstream.
     pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         for pl in &self.filter {
+            if state.skip_filter.contains(pl.name()) {
+                continue;
+            }
             let s = pl.filter(state, pod, node);
             if !s.is_success() {
                 return s.with_plugin(pl.name());
@@ -74,12 +178,14 @@ impl Framework {
         Status::success()
     }
 
-    /// Filters and scores `nodes` for `pod`, returning the chosen node.
+    /// Filters and scores the snapshot's nodes for `pod`, returning the chosen node.
     pub fn schedule_pod(
         &self,
         pod: &PodInfo,
-        nodes: &[NodeInfo],
+        snap: &Snapshot,
+        search: &mut SearchState,
     ) -> Result<ScheduleResult, ScheduleError> {
+        let nodes = &snap.nodes;
         if nodes.is_empty() {
             return Err(ScheduleError::NoNodes);
         }
@@ -87,9 +193,12 @@ impl Framework {
         let mut diagnosis = Diagnosis::default();
 
         for pl in &self.pre_filter {
-            let s = pl.pre_filter(&mut state, pod, nodes);
+            let s = pl.pre_filter(&mut state, pod, snap);
             match s.code() {
-                Code::Success | Code::Skip => {}
+                Code::Success => {}
+                Code::Skip => {
+                    state.skip_filter.insert(pl.name());
+                }
                 Code::Error | Code::Wait => {
                     return Err(ScheduleError::Internal(s.with_plugin(pl.name())));
                 }
@@ -101,31 +210,67 @@ impl Framework {
                             .insert(n.name().to_string(), s.clone());
                     }
                     diagnosis.pre_filter_msg = s.message();
-                    return Err(self.fit_error(&state, pod, nodes, diagnosis));
+                    return Err(self.fit_error(&state, pod, snap, diagnosis));
                 }
             }
         }
 
-        let mut feasible: Vec<&NodeInfo> = Vec::new();
-        for n in nodes {
-            let s = self.run_filter_plugins(&state, pod, n);
-            match s.code() {
-                Code::Success | Code::Skip => feasible.push(n),
-                Code::Error => return Err(ScheduleError::Internal(s)),
-                _ => {
-                    diagnosis.node_to_status.insert(n.name().to_string(), s);
+        let n = nodes.len();
+        let to_find = num_feasible_nodes_to_find(search.percentage_of_nodes_to_score, n);
+        let start = search.next_start_node_index % n;
+        let found = AtomicUsize::new(0);
+        let state_ref = &state;
+        let checked = parallelize(n, search.parallelism, |range, out: &mut Vec<Checked>| {
+            for i in range {
+                if found.load(Ordering::Relaxed) >= to_find {
+                    return false;
+                }
+                let idx = (start + i) % n;
+                let s = self.run_filter_plugins(state_ref, pod, &nodes[idx]);
+                match s.code() {
+                    Code::Success | Code::Skip => {
+                        if found.fetch_add(1, Ordering::Relaxed) < to_find {
+                            out.push(Checked::Feasible(i));
+                        }
+                    }
+                    Code::Error => {
+                        out.push(Checked::Failed(s));
+                        return false;
+                    }
+                    _ => out.push(Checked::Rejected(i, s)),
                 }
             }
+            true
+        });
+        let mut feasible_order: Vec<usize> = Vec::new();
+        for c in checked {
+            match c {
+                Checked::Feasible(i) => feasible_order.push(i),
+                Checked::Rejected(i, s) => {
+                    diagnosis
+                        .node_to_status
+                        .insert(nodes[(start + i) % n].name().to_string(), s);
+                }
+                Checked::Failed(s) => return Err(ScheduleError::Internal(s)),
+            }
         }
-        if feasible.is_empty() {
-            return Err(self.fit_error(&state, pod, nodes, diagnosis));
+        feasible_order.sort_unstable();
+        feasible_order.truncate(to_find);
+        let processed = feasible_order.len() + diagnosis.node_to_status.len();
+        search.next_start_node_index = (start + processed) % n;
+        if feasible_order.is_empty() {
+            return Err(self.fit_error(&state, pod, snap, diagnosis));
         }
+        let feasible: Vec<&NodeInfo> = feasible_order
+            .iter()
+            .map(|i| &*nodes[(start + i) % n])
+            .collect();
 
-        let scores = self.prioritize_nodes(&mut state, pod, &feasible)?;
+        let scores = self.prioritize_nodes(&mut state, pod, &feasible, snap)?;
         let suggested_host = select_host(&scores);
         Ok(ScheduleResult {
             suggested_host,
-            evaluated_nodes: nodes.len(),
+            evaluated_nodes: processed,
             feasible_nodes: feasible.len(),
             scores,
         })
@@ -135,74 +280,112 @@ impl Framework {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[NodeInfo],
+        snap: &Snapshot,
         mut diagnosis: Diagnosis,
     ) -> ScheduleError {
         let filter = |p: &PodInfo, n: &NodeInfo| self.run_filter_plugins(state, p, n);
+        let mut nomination = None;
         for pl in &self.post_filter {
-            let s = pl.post_filter(state, pod, nodes, &diagnosis.node_to_status, &filter);
-            if !s.is_success() && !s.message().is_empty() {
-                diagnosis.post_filter_msg = s.message();
+            let r = pl.post_filter(state, pod, snap, &diagnosis.node_to_status, &filter);
+            if !r.status.is_success() && !r.status.message().is_empty() {
+                diagnosis.post_filter_msg = r.status.message();
             }
-            if s.is_success() {
+            if r.status.is_success() {
+                nomination = r.nominated_node.map(|node| Nomination {
+                    node,
+                    victims: r.victims,
+                });
                 break;
             }
         }
         ScheduleError::Fit(FitError {
-            num_all_nodes: nodes.len(),
+            num_all_nodes: snap.len(),
             diagnosis,
+            nomination,
         })
     }
 
-    /// PreScore, Score, NormalizeScore and weights (upstream `prioritizeNodes`).
+    /// PreScore, Score, NormalizeScore and weights (upstream `prioritizeNodes`);
+    /// returns the best `EXPLAINED_CANDIDATES` nodes plus every node tied with the best.
     fn prioritize_nodes(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
+        snap: &Snapshot,
     ) -> Result<Vec<NodePluginScores>, ScheduleError> {
-        let mut result: Vec<NodePluginScores> = nodes
-            .iter()
-            .map(|n| NodePluginScores {
-                name: n.name().to_string(),
-                scores: Vec::new(),
-                total: 0,
-            })
-            .collect();
         // Upstream skips scoring when there is nothing to choose between.
         if nodes.len() == 1 || self.score.is_empty() {
-            return Ok(result);
+            return Ok(nodes
+                .iter()
+                .map(|n| NodePluginScores {
+                    name: n.name().to_string(),
+                    scores: Vec::new(),
+                    total: 0,
+                })
+                .collect());
         }
         for pl in &self.pre_score {
-            let s = pl.pre_score(state, pod, nodes);
-            if !s.is_success() && s.code() != Code::Skip {
-                return Err(ScheduleError::Internal(s.with_plugin(pl.name())));
+            let s = pl.pre_score(state, pod, nodes, snap);
+            match s.code() {
+                Code::Success => {}
+                Code::Skip => {
+                    state.skip_score.insert(pl.name());
+                }
+                _ => return Err(ScheduleError::Internal(s.with_plugin(pl.name()))),
             }
         }
+        let mut totals = vec![0i64; nodes.len()];
+        let mut per_plugin: Vec<(&'static str, Vec<i64>)> = Vec::with_capacity(self.score.len());
         for ws in &self.score {
+            let name = ws.plugin.name();
+            if state.skip_score.contains(name) {
+                continue;
+            }
             let mut list = Vec::with_capacity(nodes.len());
             for n in nodes {
                 let score = ws
                     .plugin
                     .score(state, pod, n)
-                    .map_err(|s| ScheduleError::Internal(s.with_plugin(ws.plugin.name())))?;
+                    .map_err(|s| ScheduleError::Internal(s.with_plugin(name)))?;
                 list.push(NodeScore {
-                    name: n.name().to_string(),
+                    name: n.name_arc(),
                     score,
                 });
             }
             let s = ws.plugin.normalize_score(state, pod, &mut list);
             if !s.is_success() {
-                return Err(ScheduleError::Internal(s.with_plugin(ws.plugin.name())));
+                return Err(ScheduleError::Internal(s.with_plugin(name)));
             }
-            for (r, ns) in result.iter_mut().zip(&list) {
-                let weighted = ns.score.clamp(0, super::interface::MAX_NODE_SCORE) * ws.weight;
-                r.scores.push((ws.plugin.name().to_string(), weighted));
-                r.total += weighted;
+            let weighted: Vec<i64> = list
+                .iter()
+                .map(|ns| ns.score.clamp(0, super::interface::MAX_NODE_SCORE) * ws.weight)
+                .collect();
+            for (t, w) in totals.iter_mut().zip(&weighted) {
+                *t += w;
             }
+            per_plugin.push((name, weighted));
         }
-        result.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
-        Ok(result)
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|&a, &b| {
+            totals[b]
+                .cmp(&totals[a])
+                .then_with(|| nodes[a].name().cmp(nodes[b].name()))
+        });
+        let best = totals[order[0]];
+        Ok(order
+            .into_iter()
+            .enumerate()
+            .take_while(|(rank, i)| *rank < EXPLAINED_CANDIDATES || totals[*i] == best)
+            .map(|(_, i)| NodePluginScores {
+                name: nodes[i].name().to_string(),
+                scores: per_plugin
+                    .iter()
+                    .map(|(p, v)| (p.to_string(), v[i]))
+                    .collect(),
+                total: totals[i],
+            })
+            .collect())
     }
 
     pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
@@ -244,9 +427,14 @@ impl Framework {
     }
 
     /// Filter statuses by node, exposed for tests and explanations.
-    pub fn filter_all(&self, pod: &PodInfo, nodes: &[NodeInfo]) -> HashMap<String, Status> {
-        let state = CycleState::default();
-        nodes
+    pub fn filter_all(&self, pod: &PodInfo, snap: &Snapshot) -> HashMap<String, Status> {
+        let mut state = CycleState::default();
+        for pl in &self.pre_filter {
+            if pl.pre_filter(&mut state, pod, snap).code() == Code::Skip {
+                state.skip_filter.insert(pl.name());
+            }
+        }
+        snap.nodes
             .iter()
             .map(|n| {
                 (

@@ -1,9 +1,12 @@
 //! The scheduler's view of pods and nodes (upstream `framework/types.go`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use berth_api::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, Node, Pod, ResourceRequirements};
+
+use super::affinity::{AffinityTerm, WeightedAffinityTerm};
 
 pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";
@@ -156,22 +159,80 @@ pub fn pod_requests(pod: &Pod, non_zero: bool) -> Resource {
     running
 }
 
-/// A pod with what the plugins compute from it once per cycle.
+/// A host port a pod's container asks for (`hostIP`, protocol, `hostPort`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    pub ip: String,
+    pub protocol: String,
+    pub port: i32,
+}
+
+pub const DEFAULT_BIND_ALL_HOST_IP: &str = "0.0.0.0";
+
+/// Upstream's `GetHostPorts`: containers and restartable init containers
+/// with a non-zero hostPort; empty IP means all addresses, empty protocol TCP.
+pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.containers
+        .iter()
+        .chain(sidecars)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
+        .map(|p| HostPort {
+            ip: p
+                .host_ip
+                .clone()
+                .filter(|ip| !ip.is_empty())
+                .unwrap_or_else(|| DEFAULT_BIND_ALL_HOST_IP.to_string()),
+            protocol: p
+                .protocol
+                .clone()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "TCP".to_string()),
+            port: p.host_port.unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// A pod with what the plugins compute from it once (upstream `framework.PodInfo`).
 #[derive(Clone, Debug)]
 pub struct PodInfo {
-    pub pod: Pod,
+    pub pod: Arc<Pod>,
     pub requests: Resource,
     pub non_zero_requests: Resource,
+    pub required_affinity_terms: Vec<AffinityTerm>,
+    pub required_anti_affinity_terms: Vec<AffinityTerm>,
+    pub preferred_affinity_terms: Vec<WeightedAffinityTerm>,
+    pub preferred_anti_affinity_terms: Vec<WeightedAffinityTerm>,
+    pub host_ports: Vec<HostPort>,
 }
 
 impl PodInfo {
     pub fn new(pod: Pod) -> Self {
+        Self::from_arc(Arc::new(pod))
+    }
+
+    pub fn from_arc(pod: Arc<Pod>) -> Self {
         let requests = pod_requests(&pod, false);
         let non_zero_requests = pod_requests(&pod, true);
+        let terms = super::affinity::PodTerms::of(&pod);
+        let host_ports = host_ports(&pod);
         Self {
             pod,
             requests,
             non_zero_requests,
+            required_affinity_terms: terms.required_affinity,
+            required_anti_affinity_terms: terms.required_anti_affinity,
+            preferred_affinity_terms: terms.preferred_affinity,
+            preferred_anti_affinity_terms: terms.preferred_anti_affinity,
+            host_ports,
         }
     }
 
@@ -182,6 +243,27 @@ impl PodInfo {
 
     pub fn priority(&self) -> i32 {
         self.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.pod.metadata.labels.as_ref().unwrap_or(&EMPTY)
+    }
+
+    /// Any affinity or anti-affinity term (upstream's `PodsWithAffinity`).
+    pub fn has_affinity(&self) -> bool {
+        !self.required_affinity_terms.is_empty()
+            || !self.required_anti_affinity_terms.is_empty()
+            || !self.preferred_affinity_terms.is_empty()
+            || !self.preferred_anti_affinity_terms.is_empty()
+    }
+
+    pub fn is_terminating(&self) -> bool {
+        self.pod.metadata.deletion_timestamp.is_some()
     }
 }
 
@@ -194,53 +276,113 @@ pub fn pod_key(pod: &Pod) -> String {
 }
 
 /// A node with the pods placed on it (bound or assumed) and their sums.
+/// Cheap to clone: the node and pods are shared.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
-    pub node: Node,
+    pub node: Arc<Node>,
+    name: Arc<str>,
     pub allocatable: Resource,
     /// Sum of the pods' requests; `allowed_pod_number` holds the pod count.
     pub requested: Resource,
     /// As `requested`, with the scoring defaults for pods requesting nothing.
     pub non_zero_requested: Resource,
-    pub pods: Vec<PodInfo>,
+    pub pods: Vec<Arc<PodInfo>>,
+    /// Pods with any (anti-)affinity term, and with required anti-affinity.
+    pub pods_with_affinity: usize,
+    pub pods_with_required_anti_affinity: usize,
+    /// Host ports in use, one entry per pod using them.
+    pub used_ports: Vec<HostPort>,
+    /// Image name → size in bytes, from `status.images`.
+    pub image_sizes: HashMap<String, i64>,
 }
 
 impl NodeInfo {
     pub fn new(node: Node) -> Self {
-        let allocatable = Resource::from_list(
-            node.status
-                .as_ref()
-                .and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref())),
-        );
-        Self {
-            node,
-            allocatable,
+        Self::from_arc(Arc::new(node))
+    }
+
+    pub fn from_arc(node: Arc<Node>) -> Self {
+        let mut ni = Self {
+            name: Arc::from(node.metadata.name.as_deref().unwrap_or_default()),
+            node: node.clone(),
+            allocatable: Resource::default(),
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
             pods: Vec::new(),
-        }
+            pods_with_affinity: 0,
+            pods_with_required_anti_affinity: 0,
+            used_ports: Vec::new(),
+            image_sizes: HashMap::new(),
+        };
+        ni.set_node(node);
+        ni
+    }
+
+    /// Replaces the Node object, keeping the pods (a node update).
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        let status = node.status.as_ref();
+        self.allocatable = Resource::from_list(
+            status.and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref())),
+        );
+        self.image_sizes = status
+            .and_then(|s| s.images.as_ref())
+            .into_iter()
+            .flatten()
+            .flat_map(|img| {
+                let size = img.size_bytes.unwrap_or(0);
+                img.names.iter().flatten().map(move |n| (n.clone(), size))
+            })
+            .collect();
+        self.name = Arc::from(node.metadata.name.as_deref().unwrap_or_default());
+        self.node = node;
     }
 
     pub fn name(&self) -> &str {
-        self.node.metadata.name.as_deref().unwrap_or_default()
+        &self.name
+    }
+
+    pub fn name_arc(&self) -> Arc<str> {
+        self.name.clone()
     }
 
     pub fn add_pod(&mut self, pi: PodInfo) {
+        self.add_pod_arc(Arc::new(pi));
+    }
+
+    pub fn add_pod_arc(&mut self, pi: Arc<PodInfo>) {
         self.requested.add(&pi.requests);
         self.requested.allowed_pod_number += 1;
         self.non_zero_requested.add(&pi.non_zero_requests);
         self.non_zero_requested.allowed_pod_number += 1;
+        if pi.has_affinity() {
+            self.pods_with_affinity += 1;
+        }
+        if !pi.required_anti_affinity_terms.is_empty() {
+            self.pods_with_required_anti_affinity += 1;
+        }
+        self.used_ports.extend(pi.host_ports.iter().cloned());
         self.pods.push(pi);
     }
 
-    /// Removes a pod by key (preemption's dry run); true if it was there.
+    /// Removes a pod by key; true if it was there.
     pub fn remove_pod(&mut self, key: &str) -> bool {
         let Some(i) = self.pods.iter().position(|p| p.key() == key) else {
             return false;
         };
-        let pi = self.pods.remove(i);
+        let pi = self.pods.swap_remove(i);
         sub(&mut self.requested, &pi.requests);
         sub(&mut self.non_zero_requested, &pi.non_zero_requests);
+        if pi.has_affinity() {
+            self.pods_with_affinity -= 1;
+        }
+        if !pi.required_anti_affinity_terms.is_empty() {
+            self.pods_with_required_anti_affinity -= 1;
+        }
+        for hp in &pi.host_ports {
+            if let Some(j) = self.used_ports.iter().position(|u| u == hp) {
+                self.used_ports.swap_remove(j);
+            }
+        }
         true
     }
 

@@ -8,10 +8,14 @@ use crate::framework::{Framework, WeightedScore};
 
 pub mod defaultbinder;
 pub mod defaultpreemption;
+pub mod imagelocality;
+pub mod interpodaffinity;
 pub mod nodeaffinity;
 pub mod nodename;
+pub mod nodeports;
 pub mod noderesources;
 pub mod nodeunschedulable;
+pub mod podtopologyspread;
 pub mod queuesort;
 pub mod tainttoleration;
 
@@ -21,20 +25,36 @@ pub mod testing;
 // Upstream's default profile (pkg/scheduler/apis/config/v1/default_plugins.go),
 // restricted to the plugins Berth has.
 const DEFAULT_QUEUE_SORT: &[(&str, i64)] = &[(queuesort::NAME, 0)];
-const DEFAULT_PRE_FILTER: &[(&str, i64)] = &[(noderesources::fit::NAME, 0)];
+const DEFAULT_PRE_FILTER: &[(&str, i64)] = &[
+    (nodeports::NAME, 0),
+    (noderesources::fit::NAME, 0),
+    (podtopologyspread::NAME, 0),
+    (interpodaffinity::NAME, 0),
+];
 const DEFAULT_FILTER: &[(&str, i64)] = &[
     (nodeunschedulable::NAME, 0),
     (nodename::NAME, 0),
     (tainttoleration::NAME, 0),
     (nodeaffinity::NAME, 0),
+    (nodeports::NAME, 0),
     (noderesources::fit::NAME, 0),
+    (podtopologyspread::NAME, 0),
+    (interpodaffinity::NAME, 0),
 ];
 const DEFAULT_POST_FILTER: &[(&str, i64)] = &[(defaultpreemption::NAME, 0)];
+const DEFAULT_PRE_SCORE: &[(&str, i64)] = &[
+    (podtopologyspread::NAME, 0),
+    (interpodaffinity::NAME, 0),
+    (imagelocality::NAME, 0),
+];
 const DEFAULT_SCORE: &[(&str, i64)] = &[
     (tainttoleration::NAME, 3),
     (nodeaffinity::NAME, 2),
     (noderesources::fit::NAME, 1),
+    (podtopologyspread::NAME, 2),
+    (interpodaffinity::NAME, 2),
     (noderesources::balanced_allocation::NAME, 1),
+    (imagelocality::NAME, 1),
 ];
 const DEFAULT_BIND: &[(&str, i64)] = &[(defaultbinder::NAME, 0)];
 
@@ -59,6 +79,12 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             resources: ba_args.resources,
         }
     });
+    let spread = Arc::new(podtopologyspread::PodTopologySpread::new(
+        profile.args(podtopologyspread::NAME)?,
+    ));
+    let inter_pod = Arc::new(interpodaffinity::InterPodAffinity {
+        args: profile.args(interpodaffinity::NAME)?,
+    });
     let plugins = profile.plugins.clone().unwrap_or_default();
 
     let queue_sort = merge_plugins(DEFAULT_QUEUE_SORT, plugins.queue_sort.as_ref());
@@ -82,6 +108,9 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
     for (name, _) in merge_plugins(DEFAULT_PRE_FILTER, plugins.pre_filter.as_ref()) {
         match name.as_str() {
             noderesources::fit::NAME => fw.pre_filter.push(fit.clone()),
+            nodeports::NAME => fw.pre_filter.push(Arc::new(nodeports::NodePorts)),
+            podtopologyspread::NAME => fw.pre_filter.push(spread.clone()),
+            interpodaffinity::NAME => fw.pre_filter.push(inter_pod.clone()),
             other => return Err(unknown("preFilter", other)),
         }
     }
@@ -92,6 +121,9 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             tainttoleration::NAME => Arc::new(tainttoleration::TaintToleration),
             nodeaffinity::NAME => Arc::new(nodeaffinity::NodeAffinity),
             noderesources::fit::NAME => fit.clone(),
+            nodeports::NAME => Arc::new(nodeports::NodePorts),
+            podtopologyspread::NAME => spread.clone(),
+            interpodaffinity::NAME => inter_pod.clone(),
             other => return Err(unknown("filter", other)),
         });
     }
@@ -109,9 +141,20 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             nodeaffinity::NAME => Arc::new(nodeaffinity::NodeAffinity),
             noderesources::fit::NAME => fit.clone(),
             noderesources::balanced_allocation::NAME => balanced.clone(),
+            podtopologyspread::NAME => spread.clone(),
+            interpodaffinity::NAME => inter_pod.clone(),
+            imagelocality::NAME => Arc::new(imagelocality::ImageLocality),
             other => return Err(unknown("score", other)),
         };
         fw.score.push(WeightedScore { plugin, weight });
+    }
+    for (name, _) in merge_plugins(DEFAULT_PRE_SCORE, plugins.pre_score.as_ref()) {
+        fw.pre_score.push(match name.as_str() {
+            podtopologyspread::NAME => spread.clone(),
+            interpodaffinity::NAME => inter_pod.clone(),
+            imagelocality::NAME => Arc::new(imagelocality::ImageLocality),
+            other => return Err(unknown("preScore", other)),
+        });
     }
     for (name, _) in merge_plugins(DEFAULT_BIND, plugins.bind.as_ref()) {
         match name.as_str() {
@@ -119,11 +162,7 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             other => return Err(unknown("bind", other)),
         }
     }
-    for (point, set) in [
-        ("preScore", &plugins.pre_score),
-        ("reserve", &plugins.reserve),
-        ("permit", &plugins.permit),
-    ] {
+    for (point, set) in [("reserve", &plugins.reserve), ("permit", &plugins.permit)] {
         if let Some(e) = set.as_ref().and_then(|s| s.enabled.first()) {
             return Err(unknown(point, &e.name));
         }

@@ -1,16 +1,30 @@
-//! DefaultPreemption as a dry run: it never evicts (not built yet) but
-//! reports what upstream's preemption says when it finds no victims, so
-//! FailedScheduling messages read as upstream's.
+//! DefaultPreemption (PostFilter): when no node fits, find nodes where
+//! evicting lower-priority pods makes room, keep the minimal set of victims
+//! (reprieving higher priorities and PDB-protected pods first), and pick one
+//! node by upstream's criteria. The scheduling loop evicts the victims and
+//! nominates the node; this module only decides.
+
+mod candidates;
 
 use std::collections::HashMap;
 
+use k8s_openapi::api::core::v1::Pod;
+
 use crate::framework::{
-    Code, CycleState, Diagnosis, FitError, NodeInfo, Plugin, PodInfo, PostFilter, Status,
+    Code, CycleState, Diagnosis, FitError, NodeInfo, Plugin, PodInfo, PostFilter, PostFilterResult,
+    Snapshot, Status,
 };
+
+pub use candidates::{Candidate, pick_one_node, select_victims_on_node};
 
 pub const NAME: &str = "DefaultPreemption";
 pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+pub const NOT_ELIGIBLE_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+pub const NOT_ELIGIBLE_TERMINATING: &str =
+    "not eligible due to a terminating pod on the nominated node.";
+/// The DisruptionTarget condition's reason on victims.
+pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
 pub struct DefaultPreemption;
 
@@ -20,101 +34,116 @@ impl Plugin for DefaultPreemption {
     }
 }
 
+/// A victim the scheduler is already evicting (upstream `podTerminatingByPreemption`).
+pub fn terminating_by_preemption(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.type_ == "DisruptionTarget"
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
+                })
+            })
+}
+
+/// Upstream's `PodEligibleToPreemptOthers`; the message when not.
+fn eligible(
+    pod: &PodInfo,
+    snap: &Snapshot,
+    filtered: &HashMap<String, Status>,
+) -> Result<(), &'static str> {
+    let spec = pod.pod.spec.as_ref();
+    if spec.and_then(|s| s.preemption_policy.as_deref()) == Some("Never") {
+        return Err(NOT_ELIGIBLE_NEVER);
+    }
+    let nominated = pod
+        .pod
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .filter(|n| !n.is_empty());
+    if let Some(nom) = nominated {
+        if filtered
+            .get(nom)
+            .is_some_and(|s| s.code() == Code::UnschedulableAndUnresolvable)
+        {
+            return Ok(());
+        }
+        if let Some(n) = snap.get(nom)
+            && n.pods
+                .iter()
+                .any(|p| p.priority() < pod.priority() && terminating_by_preemption(&p.pod))
+        {
+            return Err(NOT_ELIGIBLE_TERMINATING);
+        }
+    }
+    Ok(())
+}
+
 impl PostFilter for DefaultPreemption {
     fn post_filter(
         &self,
         _: &CycleState,
         pod: &PodInfo,
-        nodes: &[NodeInfo],
+        snap: &Snapshot,
         filtered: &HashMap<String, Status>,
-        filter: &dyn Fn(&PodInfo, &NodeInfo) -> Status,
-    ) -> Status {
-        if pod
-            .pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.preemption_policy.as_deref())
-            == Some("Never")
-        {
-            return Status::unschedulable(
-                "preemption: not eligible due to preemptionPolicy=Never.",
-            );
+        filter: &(dyn Fn(&PodInfo, &NodeInfo) -> Status + Sync),
+    ) -> PostFilterResult {
+        if let Err(msg) = eligible(pod, snap, filtered) {
+            return PostFilterResult::status(Status::unschedulable(format!("preemption: {msg}")));
         }
-        let mut statuses = HashMap::new();
-        for n in nodes {
-            let name = n.name().to_string();
-            let status = match filtered.get(&name) {
-                Some(s) if s.code() == Code::UnschedulableAndUnresolvable => {
-                    Status::unresolvable(NOT_HELPFUL)
+        // Only nodes whose rejection preemption could change.
+        let mut statuses: HashMap<String, Status> = HashMap::new();
+        let mut found: Vec<Candidate> = Vec::new();
+        for n in &snap.nodes {
+            let helpful = filtered
+                .get(n.name())
+                .is_some_and(|s| s.code() == Code::Unschedulable);
+            if !helpful {
+                statuses.insert(n.name().to_string(), Status::unresolvable(NOT_HELPFUL));
+                continue;
+            }
+            match select_victims_on_node(pod, n, &snap.pdbs, filter) {
+                Ok(c) => found.push(c),
+                Err(s) => {
+                    statuses.insert(n.name().to_string(), s);
                 }
-                _ => {
-                    // Remove every lower-priority pod and see if the pod would fit.
-                    let mut trial = n.clone();
-                    let victims: Vec<String> = n
-                        .pods
-                        .iter()
-                        .filter(|p| p.priority() < pod.priority())
-                        .map(PodInfo::key)
-                        .collect();
-                    if victims.is_empty() {
-                        Status::unresolvable(NO_VICTIMS)
-                    } else {
-                        for v in &victims {
-                            trial.remove_pod(v);
-                        }
-                        let s = filter(pod, &trial);
-                        if s.is_success() {
-                            // A real preemption would evict here; report it as not attempted.
-                            Status::unschedulable(
-                                "preemption is not supported by this scheduler yet",
-                            )
-                        } else {
-                            s
-                        }
-                    }
-                }
-            };
-            statuses.insert(name, status);
+            }
         }
-        let fit = FitError {
-            num_all_nodes: nodes.len(),
-            diagnosis: Diagnosis {
-                node_to_status: statuses,
-                ..Default::default()
+        match pick_one_node(found) {
+            Some(best) => PostFilterResult {
+                status: Status::success(),
+                nominated_node: Some(best.node),
+                victims: best.victims,
             },
-        };
-        Status::unschedulable(format!("preemption: {fit}"))
+            None => {
+                let fit = FitError {
+                    num_all_nodes: snap.len(),
+                    diagnosis: Diagnosis {
+                        node_to_status: statuses,
+                        ..Default::default()
+                    },
+                    nomination: None,
+                };
+                PostFilterResult::status(Status::unschedulable(format!("preemption: {fit}")))
+            }
+        }
     }
+}
+
+/// Victims are told why they go (upstream's DisruptionTarget condition message).
+pub fn disruption_message(scheduler_name: &str) -> String {
+    format!("{scheduler_name}: preempting to accommodate a higher priority pod")
+}
+
+/// The `Preempted` event on each victim.
+pub fn preempted_message(preemptor_uid: &str, node: &str) -> String {
+    format!("Preempted by pod {preemptor_uid} on node {node}")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugins::testing::*;
-
-    #[test]
-    fn messages() {
-        let nodes = vec![
-            node_info(node("a", &[]), vec![]),
-            node_info(node("b", &[]), vec![]),
-        ];
-        let mut filtered = HashMap::new();
-        filtered.insert(
-            "a".to_string(),
-            Status::unresolvable("node(s) had untolerated taint {x: }"),
-        );
-        filtered.insert("b".to_string(), Status::unschedulable("Insufficient cpu"));
-        let f = |_: &PodInfo, _: &NodeInfo| Status::unschedulable("Insufficient cpu");
-        let s = DefaultPreemption.post_filter(
-            &CycleState::default(),
-            &PodInfo::new(pod("p", &[])),
-            &nodes,
-            &filtered,
-            &f,
-        );
-        assert_eq!(
-            s.message(),
-            "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
-        );
-    }
-}
+mod tests;

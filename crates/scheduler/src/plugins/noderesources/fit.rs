@@ -2,7 +2,9 @@
 //! (Filter); nodes are scored by the configured strategy (Score).
 
 use crate::config::ScoringStrategy;
-use crate::framework::{CycleState, Filter, NodeInfo, Plugin, PodInfo, PreFilter, Score, Status};
+use crate::framework::{
+    CycleState, Filter, NodeInfo, Plugin, PodInfo, PreFilter, Score, Snapshot, Status,
+};
 
 use super::resource_allocation;
 
@@ -54,7 +56,7 @@ pub fn insufficient_resources(pod: &PodInfo, node: &NodeInfo, ignored: &[String]
 }
 
 impl PreFilter for Fit {
-    fn pre_filter(&self, _: &mut CycleState, _: &PodInfo, _: &[NodeInfo]) -> Status {
+    fn pre_filter(&self, _: &mut CycleState, _: &PodInfo, _: &Snapshot) -> Status {
         // Requests are computed once in PodInfo; nothing to precompute here.
         Status::success()
     }

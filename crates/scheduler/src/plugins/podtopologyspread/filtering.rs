@@ -1,0 +1,96 @@
+//! PreFilter/Filter: counts matching pods per domain once per cycle, then
+//! checks `matching in domain + self − global minimum ≤ maxSkew` per node.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::framework::{Code, CycleState, Filter, NodeInfo, PodInfo, PreFilter, Snapshot, Status};
+
+use super::{
+    Constraint, ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH,
+    PodTopologySpread, count_pods_match_selector, has_all_keys,
+};
+
+const STATE_KEY: &str = "PreFilterPodTopologySpread";
+
+/// Upstream's preFilterState: matching pods per (constraint, domain value).
+pub(super) struct FilterState {
+    pub constraints: Vec<Constraint>,
+    pub tp_value_to_match_num: Vec<HashMap<String, i64>>,
+}
+
+impl FilterState {
+    /// The global minimum, or 0 while fewer than `minDomains` domains exist.
+    fn min_match_num(&self, i: usize) -> i64 {
+        let domains = &self.tp_value_to_match_num[i];
+        if domains.len() < self.constraints[i].min_domains {
+            return 0;
+        }
+        domains
+            .values()
+            .copied()
+            .min()
+            .unwrap_or(i64::from(i32::MAX))
+    }
+}
+
+impl PodTopologySpread {
+    pub(super) fn filter_state(&self, pod: &PodInfo, snap: &Snapshot) -> FilterState {
+        let constraints = self.constraints(pod, "DoNotSchedule");
+        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        if !constraints.is_empty() {
+            for n in &snap.nodes {
+                let labels = n.labels();
+                if !has_all_keys(labels, &constraints) {
+                    continue;
+                }
+                for (i, c) in constraints.iter().enumerate() {
+                    if !c.includes(pod, n) {
+                        continue;
+                    }
+                    let Some(value) = labels.get(&c.topology_key) else {
+                        continue;
+                    };
+                    let count = count_pods_match_selector(&n.pods, &c.selector, pod.namespace());
+                    *counts[i].entry(value.clone()).or_insert(0) += count;
+                }
+            }
+        }
+        FilterState {
+            constraints,
+            tp_value_to_match_num: counts,
+        }
+    }
+}
+
+impl PreFilter for PodTopologySpread {
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snap: &Snapshot) -> Status {
+        let s = self.filter_state(pod, snap);
+        if s.constraints.is_empty() {
+            return Status::new(Code::Skip, Vec::new());
+        }
+        state.write(STATE_KEY, Arc::new(s));
+        Status::success()
+    }
+}
+
+impl Filter for PodTopologySpread {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<Arc<FilterState>>(STATE_KEY) else {
+            return Status::success();
+        };
+        let labels = node.labels();
+        for (i, c) in s.constraints.iter().enumerate() {
+            let Some(value) = labels.get(&c.topology_key) else {
+                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+            };
+            let self_match = i64::from(c.selector.matches(pod.labels()));
+            let match_num = s.tp_value_to_match_num[i].get(value).copied().unwrap_or(0);
+            let skew = match_num + self_match - s.min_match_num(i);
+            if skew > c.max_skew {
+                return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
+            }
+        }
+        Status::success()
+    }
+}
