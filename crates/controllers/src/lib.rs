@@ -2,8 +2,11 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod garbagecollector;
 pub mod history;
 pub mod job;
@@ -32,6 +35,9 @@ pub async fn run_all(client: kube::Client) {
         statefulset::run(client.clone()),
         daemonset::run(client.clone()),
         job::run(client.clone()),
+        cronjob::run(client.clone()),
+        endpoints::run(client.clone()),
+        endpointslice::run(client.clone()),
         deployment::run(client),
     );
 }
