@@ -91,14 +91,30 @@ struct ServerArgs {
     /// Run this many simulated nodes (sim-node-0…) inside the server.
     #[arg(long, default_value_t = 0)]
     simulate_nodes: usize,
+    /// Run the scheduler and the controller-manager only while holding their Leases
+    /// (kube-system/kube-scheduler, kube-system/kube-controller-manager), as upstream's
+    /// --leader-elect: servers sharing one store run one of each.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: bool,
+    /// How long a node may go without renewing its Lease or posting status before it
+    /// is marked Unknown and tainted unreachable (as kube-controller-manager's flag).
+    #[arg(long, default_value = "50s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    node_monitor_grace_period: std::time::Duration,
+    /// How often node health is checked.
+    #[arg(long, default_value = "5s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    node_monitor_period: std::time::Duration,
+    /// The grace period of a node that never posted status.
+    #[arg(long, default_value = "1m0s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    node_startup_grace_period: std::time::Duration,
+    /// Nodes per second whose NoExecute taints (and so pod evictions) start when the zone is healthy.
+    #[arg(long, default_value_t = 0.1)]
+    node_eviction_rate: f64,
+    /// Nodes per second in a partially disrupted zone of more than 50 nodes.
+    #[arg(long, default_value_t = 0.01)]
+    secondary_node_eviction_rate: f64,
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
-}
-
-async fn server(args: ServerArgs) -> Result<()> {
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
@@ -107,6 +123,11 @@ async fn server(args: ServerArgs) -> Result<()> {
     /// The range NodePort Services' node ports come from.
     #[arg(long, default_value = "30000-32767")]
     service_node_port_range: berth_apiserver::alloc::PortRange,
+}
+
+async fn server(args: ServerArgs) -> Result<()> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let compaction = std::time::Duration::from_secs(args.etcd_compaction_interval);
     let store: Arc<dyn berth_store::Store> = if args.datastore_endpoint.is_empty() {
         let path = args.data_dir.join("db").join("state.db");
@@ -152,15 +173,15 @@ async fn server(args: ServerArgs) -> Result<()> {
         tls_sans: args.tls_san,
         kubeconfig: args.write_kubeconfig,
         watch_cache_events: args.watch_cache_events,
+        services: berth_apiserver::alloc::ServiceRanges {
+            cidr: args.service_cidr,
+            node_ports: args.service_node_port_range,
+        },
     };
     let api = berth_apiserver::ApiServer::bind(config, store).await?;
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");
     println!("Wrote kubeconfig {}", api.kubeconfig.display());
     println!("API server at https://{}", api.secure_addr);
-        services: berth_apiserver::alloc::ServiceRanges {
-            cidr: args.service_cidr,
-            node_ports: args.service_node_port_range,
-        },
     if let Some(a) = api.insecure_addr {
         println!("Plain HTTP (trusted, loopback) at http://{a}");
     }
@@ -174,21 +195,87 @@ async fn server(args: ServerArgs) -> Result<()> {
         start_simulator(client, args.simulate_nodes, "sim-node-".into(), 0);
     }
     if !args.disable_scheduler {
-        let scheduler_client = client_from(&kubeconfig, "kube-scheduler").await?;
-        tokio::spawn(async move {
-            if let Err(e) = berth_scheduler::run(scheduler_client, scheduler_config).await {
-                tracing::error!(error = %e, "scheduler stopped");
-            }
-        });
+        let kc = kubeconfig.clone();
+        start_component(
+            &kubeconfig,
+            "kube-scheduler",
+            args.leader_elect,
+            move || {
+                let (kc, scheduler_config) = (kc.clone(), scheduler_config.clone());
+                async move {
+                    let result = match client_from(&kc, "kube-scheduler").await {
+                        Ok(client) => berth_scheduler::run(client, scheduler_config)
+                            .await
+                            .map_err(anyhow::Error::from),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = result {
+                        tracing::error!(error = %e, "scheduler stopped");
+                    }
+                }
+            },
+        )
+        .await?;
     }
     if !args.disable_controller_manager {
-        let client = client_from(&kubeconfig, "kube-controller-manager").await?;
-        tokio::spawn(berth_controllers::run_all(client));
+        let kc = kubeconfig.clone();
+        let nlc = berth_controllers::nodelifecycle::Config {
+            monitor_period: args.node_monitor_period,
+            grace_period: args.node_monitor_grace_period,
+            startup_grace_period: args.node_startup_grace_period,
+            eviction_rate: args.node_eviction_rate,
+            secondary_eviction_rate: args.secondary_node_eviction_rate,
+        };
+        start_component(
+            &kubeconfig,
+            "kube-controller-manager",
+            args.leader_elect,
+            move || {
+                let (kc, nlc) = (kc.clone(), nlc.clone());
+                async move {
+                    match client_from(&kc, "kube-controller-manager").await {
+                        Ok(client) => {
+                            tokio::join!(
+                                berth_controllers::run_all(client.clone()),
+                                berth_controllers::nodelifecycle::run(client, nlc),
+                            );
+                        }
+                        Err(e) => tracing::error!(error = %e, "controller-manager stopped"),
+                    }
+                }
+            },
+        )
+        .await?;
     }
     shutdown_signal().await;
     info!("shutting down");
     let _ = tx.send(true);
     let _ = serving.await;
+    Ok(())
+}
+
+/// Runs a control-plane component: with `leader_elect`, only while this process
+/// holds the component's Lease in kube-system (the component is stopped when the
+/// Lease is lost and contends again; see berth_runtime::leaderelection);
+/// otherwise at once.
+async fn start_component<F, Fut>(
+    kubeconfig: &std::path::Path,
+    name: &'static str,
+    leader_elect: bool,
+    component: F,
+) -> Result<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    if leader_elect {
+        use berth_runtime::leaderelection;
+        let client = client_from(kubeconfig, name).await?;
+        let cfg = leaderelection::Config::new(name, leaderelection::default_identity());
+        tokio::spawn(leaderelection::run(client, cfg, component));
+    } else {
+        tokio::spawn(component());
+    }
     Ok(())
 }
 

@@ -74,6 +74,41 @@ impl Default for Config {
     }
 }
 
+/// Parses a Go duration as upstream's flags take it: `50s`, `1m0s`, `500ms`, `1.5h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {s:?} (expected e.g. 50s, 1m0s, 500ms)");
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += value * scale;
+        rest = &rest[unit_len..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
 /// A pod's pending eviction (upstream's TimedWorker).
 struct Scheduled {
     uid: String,
@@ -478,6 +513,28 @@ impl Controller {
             Ok(_) => info!(pod = %key, "evicted pod from a NoExecute-tainted node"),
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => warn!(pod = %key, error = %e, "evicting pod"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        for (text, want) in [
+            ("50s", Some(Duration::from_secs(50))),
+            ("1m0s", Some(Duration::from_secs(60))),
+            ("500ms", Some(Duration::from_millis(500))),
+            ("1.5h", Some(Duration::from_secs(5400))),
+            ("0", Some(Duration::ZERO)),
+            ("10", None),
+            ("", None),
+            ("5x", None),
+            ("s", None),
+        ] {
+            assert_eq!(parse_duration(text).ok(), want, "{text}");
         }
     }
 }
