@@ -13,6 +13,7 @@ pub mod envvars;
 pub mod images;
 pub mod node;
 pub mod runtime;
+pub mod servicelinks;
 pub mod sim;
 
 /// Errors from the node library and the simulator.

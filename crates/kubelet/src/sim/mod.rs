@@ -13,6 +13,7 @@
 //! Jobs use `run-seconds` to finish and `fail` (with or without it) to fail.
 
 mod pods;
+pub mod readiness;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -158,6 +159,7 @@ impl Simulator {
             })
             .collect();
         let heartbeat = tokio::spawn(heartbeat(client.clone(), cfg.clone(), registered));
+        tokio::spawn(readiness::run(client.clone(), names.clone()));
         let driver = pods::PodDriver::new(client, cfg, Arc::new(names), subnets);
         let res = driver.run().await;
         heartbeat.abort();
