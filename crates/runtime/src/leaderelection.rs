@@ -339,13 +339,21 @@ mod tests {
         }
     }
 
+    /// (case, current record, expired, want: None = held by another, else (acquireTime, leaseTransitions))
+    type Case = (
+        &'static str,
+        Option<LeaseSpec>,
+        bool,
+        Option<(Timestamp, i32)>,
+    );
+
     #[test]
     fn decisions_follow_upstreams_try_acquire_or_renew() {
         let t0: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let now: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
         let d = LEASE_DURATION;
         // (case, current, expired, want: None = held by other, Some((acquire, transitions)))
-        let cases: Vec<(&str, Option<LeaseSpec>, bool, Option<(Timestamp, i32)>)> = vec![
+        let cases: Vec<Case> = vec![
             ("no lease yet", None, true, Some((now, 0))),
             (
                 "we hold it: renew keeps acquireTime",

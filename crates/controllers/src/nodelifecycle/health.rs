@@ -367,6 +367,15 @@ mod tests {
         assert!(unknown_conditions(&all, now).is_empty());
     }
 
+    /// (case, conditions, existing taints, unschedulable, want taints or None = unchanged)
+    type TaintCase = (
+        &'static str,
+        Vec<(&'static str, &'static str)>,
+        Vec<Taint>,
+        bool,
+        Option<Vec<&'static str>>,
+    );
+
     #[test]
     fn taints_follow_the_node_state() {
         let now = ts("2026-01-01T00:05:00Z");
@@ -383,7 +392,7 @@ mod tests {
             time_added: Some(Time(ts("2026-01-01T00:01:00Z"))),
         };
         // (case, conditions, existing taints, unschedulable, want taints or None = unchanged)
-        let cases: Vec<(&str, Vec<(&str, &str)>, Vec<Taint>, bool, Option<Vec<&str>>)> = vec![
+        let cases: Vec<TaintCase> = vec![
             (
                 "healthy",
                 vec![("Ready", "True")],
