@@ -469,15 +469,15 @@ impl Rest {
             berth_api::defaults::admit_pod(&mut obj);
         }
         strategy::prepare_for_create(rt, &mut obj);
-        if is_service(rt) {
-            self.services.prepare_create(&mut obj)?;
-        }
         self.validate(rt, &obj, None)?;
         managed.record(rt, None, &mut obj)?;
         if let Some(ns) = ns_of(rp) {
             self.namespace_must_accept(rt, ns, &name).await?;
         }
+        // As upstream's BeginCreate: after field management, so the fields the
+        // allocator fills are not the client's.
         let claims = if is_service(rt) {
+            self.services.prepare_create(&mut obj)?;
             self.services.claim(&mut obj, None, dry_run).await?
         } else {
             Default::default()
