@@ -289,6 +289,47 @@ const STATEFULSET_MUTABLE: &[&str] = &[
     "minReadySeconds",
 ];
 
+/// The spec with each volumeClaimTemplate added to the pod template as the
+/// claim volume the controller gives every pod, so volumeMounts naming a
+/// claim template validate (upstream skips pod-spec validation here).
+fn with_claim_volumes(spec: &Map<String, Value>) -> Map<String, Value> {
+    let mut spec = spec.clone();
+    let claims: Vec<String> = spec
+        .get("volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| super::jv::str_at(c, &["metadata", "name"]))
+        .map(String::from)
+        .collect();
+    if claims.is_empty() {
+        return spec;
+    }
+    let Some(pod) = spec
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .and_then(Value::as_object_mut)
+    else {
+        return spec;
+    };
+    let vols = pod
+        .entry("volumes")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(vols) = vols.as_array_mut() {
+        for c in claims {
+            if !vols
+                .iter()
+                .any(|v| v.get("name").and_then(Value::as_str) == Some(&c))
+            {
+                vols.push(
+                    serde_json::json!({"name": c, "persistentVolumeClaim": {"claimName": c}}),
+                );
+            }
+        }
+    }
+    spec
+}
+
 pub(super) fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let (spec, mut errs) = spec_of(obj);
     let pmp = opt_str(
@@ -360,7 +401,7 @@ pub(super) fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Fie
     if let Some(sel) = &selector {
         validate_controller_template(
             &mut errs,
-            spec,
+            &with_claim_volumes(spec),
             Some(sel),
             Some("activeDeadlineSeconds in StatefulSet is not Supported"),
         );
@@ -853,6 +894,33 @@ mod tests {
         assert!(
             validate_stateful_set(&set(sts.clone(), "/spec/replicas", json!(3)), Some(&sts))
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn stateful_set_mounts_may_name_claim_templates() {
+        let sts = |mount: &str| {
+            json!({"spec": {
+                "replicas": 1, "podManagementPolicy": "OrderedReady", "serviceName": "web",
+                "updateStrategy": {"type": "RollingUpdate"},
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+                    "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                    "terminationGracePeriodSeconds": 30,
+                    "containers": [{"name": "db", "image": "postgres",
+                        "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File",
+                        "volumeMounts": [{"name": mount, "mountPath": "/data"}]}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"]}}]
+            }})
+        };
+        assert_eq!(
+            msgs(validate_stateful_set(&sts("data"), None)),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            msgs(validate_stateful_set(&sts("other"), None)),
+            vec!["spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"other\""]
         );
     }
 
