@@ -448,10 +448,11 @@ pub fn container_resource_value(
     };
     let defaults_from_node =
         kind == "limits" && matches!(name, "cpu" | "memory" | "ephemeral-storage");
-    if defaults_from_node && value.is_zero() {
-        if let Some(a) = node_allocatable.get(name) {
-            value = a.clone();
-        }
+    if defaults_from_node
+        && value.is_zero()
+        && let Some(a) = node_allocatable.get(name)
+    {
+        value = a.clone();
     }
     let ratio = if name == "cpu" {
         value.milli_value() as f64 / divisor.milli_value() as f64

@@ -12,6 +12,7 @@ pub mod cri;
 pub mod envvars;
 pub mod images;
 pub mod node;
+pub mod prober;
 pub mod runtime;
 pub mod servicelinks;
 pub mod sim;

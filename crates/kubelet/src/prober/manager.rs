@@ -1,0 +1,505 @@
+//! The probe manager (upstream's `prober.manager`): one task per
+//! (pod, container, probe type) running a [`Worker`] every periodSeconds,
+//! result caches per probe type, and a channel of [`ProberUpdate`]s the node
+//! agent consumes (result changes, events to record, containers to restart).
+//!
+//! The agent gives the manager its view of pod statuses through
+//! [`PodStatusProvider`] and asks it, when generating a status, which
+//! containers have started and are ready ([`ProbeManager::update_pod_status`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::worker::{Change, Results, Step, Worker};
+use super::{
+    KillReason, ProbeEvent, ProbeResult, ProbeType, Prober, kill_grace_period, kill_message,
+};
+
+/// The agent's current status of a pod (upstream's status manager).
+pub trait PodStatusProvider: Send + Sync + 'static {
+    fn pod_status(&self, pod_uid: &str) -> Option<PodStatus>;
+}
+
+/// Wall-clock time (container start times are wall-clock).
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A liveness or startup probe failed failureThreshold times: the container
+/// must be killed with a `Killing` event carrying `message`, and restarted
+/// unless the pod's restartPolicy is Never.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartRequest {
+    pub pod_uid: String,
+    pub namespace: String,
+    pub pod_name: String,
+    pub container: String,
+    pub container_id: String,
+    pub reason: KillReason,
+    /// `Container app failed liveness probe, will be restarted`.
+    pub message: String,
+    pub grace_period_seconds: i64,
+}
+
+/// What the manager tells the node agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProberUpdate {
+    /// A cached result changed: regenerate the pod's status.
+    Result {
+        pod_uid: String,
+        container: String,
+        container_id: String,
+        probe_type: ProbeType,
+        result: ProbeResult,
+    },
+    /// An event to record on the container (`spec.containers{name}`).
+    Event {
+        pod_uid: String,
+        namespace: String,
+        pod_name: String,
+        container: String,
+        event: ProbeEvent,
+    },
+    Restart(RestartRequest),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct WorkerKey {
+    pod_uid: String,
+    container: String,
+    probe_type: ProbeType,
+}
+
+struct Handle {
+    generation: u64,
+    stop: watch::Sender<bool>,
+    trigger: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct Caches {
+    liveness: Results,
+    readiness: Results,
+    startup: Results,
+}
+
+impl Caches {
+    fn of(&mut self, t: ProbeType) -> &mut Results {
+        match t {
+            ProbeType::Liveness => &mut self.liveness,
+            ProbeType::Readiness => &mut self.readiness,
+            ProbeType::Startup => &mut self.startup,
+        }
+    }
+}
+
+struct Inner {
+    prober: Prober,
+    status: Arc<dyn PodStatusProvider>,
+    clock: Arc<dyn Clock>,
+    start: DateTime<Utc>,
+    workers: Mutex<HashMap<WorkerKey, Handle>>,
+    caches: Mutex<Caches>,
+    updates: mpsc::UnboundedSender<ProberUpdate>,
+    next_generation: Mutex<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs probe workers and answers probe-derived container state.
+#[derive(Clone)]
+pub struct ProbeManager {
+    inner: Arc<Inner>,
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Whether an init container runs for the pod's lifetime (a sidecar).
+pub fn is_restartable_init(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+impl ProbeManager {
+    pub fn new(
+        prober: Prober,
+        status: Arc<dyn PodStatusProvider>,
+        clock: Arc<dyn Clock>,
+    ) -> (Self, mpsc::UnboundedReceiver<ProberUpdate>) {
+        let start = clock.now();
+        Self::with_start(prober, status, clock, start)
+    }
+
+    /// As [`ProbeManager::new`], with the time the agent started (workers of
+    /// an agent that started less than a period ago wait a random part of it).
+    pub fn with_start(
+        prober: Prober,
+        status: Arc<dyn PodStatusProvider>,
+        clock: Arc<dyn Clock>,
+        start: DateTime<Utc>,
+    ) -> (Self, mpsc::UnboundedReceiver<ProberUpdate>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Inner {
+            prober,
+            status,
+            clock,
+            start,
+            workers: Mutex::new(HashMap::new()),
+            caches: Mutex::new(Caches::default()),
+            updates: tx,
+            next_generation: Mutex::new(0),
+        };
+        (
+            Self {
+                inner: Arc::new(inner),
+            },
+            rx,
+        )
+    }
+
+    /// Starts workers for every probe of the pod's containers and sidecars
+    /// that has none yet (must run inside a tokio runtime).
+    pub fn add_pod(&self, pod: &Pod) {
+        let Some(spec) = &pod.spec else { return };
+        let pod = Arc::new(pod.clone());
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .filter(|c| is_restartable_init(c));
+        for c in spec.containers.iter().chain(sidecars) {
+            for ty in [
+                ProbeType::Startup,
+                ProbeType::Readiness,
+                ProbeType::Liveness,
+            ] {
+                let Some(w) = Worker::new(ty, c) else {
+                    continue;
+                };
+                let key = WorkerKey {
+                    pod_uid: uid(&pod),
+                    container: c.name.clone(),
+                    probe_type: ty,
+                };
+                let mut workers = lock(&self.inner.workers);
+                if workers.contains_key(&key) {
+                    continue;
+                }
+                let generation = {
+                    let mut g = lock(&self.inner.next_generation);
+                    *g += 1;
+                    *g
+                };
+                let (stop, stop_rx) = watch::channel(false);
+                let trigger = Arc::new(Notify::new());
+                workers.insert(
+                    key.clone(),
+                    Handle {
+                        generation,
+                        stop,
+                        trigger: trigger.clone(),
+                    },
+                );
+                drop(workers);
+                let task = WorkerTask {
+                    inner: self.inner.clone(),
+                    key,
+                    generation,
+                    pod: pod.clone(),
+                    container: c.clone(),
+                    worker: w,
+                };
+                tokio::spawn(task.run(stop_rx, trigger));
+            }
+        }
+    }
+
+    fn stop_where(&self, f: impl Fn(&WorkerKey) -> bool) {
+        for (k, h) in lock(&self.inner.workers).iter() {
+            if f(k) {
+                let _ = h.stop.send(true);
+            }
+        }
+    }
+
+    /// Stops a terminating pod's liveness and startup workers (readiness
+    /// keeps running so the pod leaves endpoints as it shuts down).
+    pub fn stop_liveness_and_startup(&self, pod_uid: &str) {
+        self.stop_where(|k| k.pod_uid == pod_uid && k.probe_type != ProbeType::Readiness);
+    }
+
+    /// Stops every worker of the pod.
+    pub fn remove_pod(&self, pod_uid: &str) {
+        self.stop_where(|k| k.pod_uid == pod_uid);
+    }
+
+    /// Stops the workers of pods not in `desired`.
+    pub fn cleanup_pods(&self, desired: &HashSet<String>) {
+        self.stop_where(|k| !desired.contains(&k.pod_uid));
+    }
+
+    /// Number of running workers (for tests and metrics).
+    pub fn worker_count(&self) -> usize {
+        lock(&self.inner.workers).len()
+    }
+
+    fn has_worker(&self, pod_uid: &str, container: &str, t: ProbeType) -> bool {
+        lock(&self.inner.workers).contains_key(&WorkerKey {
+            pod_uid: pod_uid.into(),
+            container: container.into(),
+            probe_type: t,
+        })
+    }
+
+    fn result(&self, t: ProbeType, container_id: &str) -> Option<ProbeResult> {
+        lock(&self.inner.caches).of(t).get(container_id).copied()
+    }
+
+    pub fn liveness(&self, container_id: &str) -> Option<ProbeResult> {
+        self.result(ProbeType::Liveness, container_id)
+    }
+
+    pub fn readiness(&self, container_id: &str) -> Option<ProbeResult> {
+        self.result(ProbeType::Readiness, container_id)
+    }
+
+    pub fn startup(&self, container_id: &str) -> Option<ProbeResult> {
+        self.result(ProbeType::Startup, container_id)
+    }
+
+    /// Whether a running container has started (`isContainerStarted`): its
+    /// startup probe succeeded, or it has none.
+    pub fn is_started(&self, pod_uid: &str, cs: &ContainerStatus) -> bool {
+        let running = cs.state.as_ref().is_some_and(|s| s.running.is_some());
+        if !running {
+            return false;
+        }
+        if let Some(r) = cs.container_id.as_deref().and_then(|id| self.startup(id)) {
+            return r == ProbeResult::Success;
+        }
+        !self.has_worker(pod_uid, &cs.name, ProbeType::Startup)
+    }
+
+    /// Whether a started, running container is ready; a readiness probe that
+    /// has not answered yet is triggered at once.
+    fn is_ready(&self, pod_uid: &str, cs: &ContainerStatus) -> bool {
+        let running = cs.state.as_ref().is_some_and(|s| s.running.is_some());
+        if !running {
+            return false;
+        }
+        if cs.container_id.as_deref().and_then(|id| self.readiness(id))
+            == Some(ProbeResult::Success)
+        {
+            return true;
+        }
+        let key = WorkerKey {
+            pod_uid: pod_uid.into(),
+            container: cs.name.clone(),
+            probe_type: ProbeType::Readiness,
+        };
+        match lock(&self.inner.workers).get(&key) {
+            Some(h) => {
+                h.trigger.notify_one();
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Sets `started` and `ready` of the pod's container statuses
+    /// (upstream's `UpdatePodStatus`).
+    pub fn update_pod_status(&self, pod: &Pod, status: &mut PodStatus) {
+        let pod_uid = uid(pod);
+        for cs in status.container_statuses.iter_mut().flatten() {
+            let started = self.is_started(&pod_uid, cs);
+            cs.started = Some(started);
+            if started {
+                cs.ready = self.is_ready(&pod_uid, cs);
+            } else {
+                cs.ready = false;
+            }
+        }
+        let init_specs = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.init_containers.clone())
+            .unwrap_or_default();
+        for cs in status.init_container_statuses.iter_mut().flatten() {
+            let started = self.is_started(&pod_uid, cs);
+            cs.started = Some(started);
+            let sidecar = init_specs
+                .iter()
+                .find(|c| c.name == cs.name)
+                .is_some_and(is_restartable_init);
+            if !sidecar {
+                let done = cs
+                    .state
+                    .as_ref()
+                    .and_then(|s| s.terminated.as_ref())
+                    .is_some_and(|t| t.exit_code == 0);
+                if done {
+                    cs.ready = true;
+                }
+                continue;
+            }
+            cs.ready = started && self.is_ready(&pod_uid, cs);
+        }
+    }
+}
+
+struct WorkerTask {
+    inner: Arc<Inner>,
+    key: WorkerKey,
+    generation: u64,
+    pod: Arc<Pod>,
+    container: Container,
+    worker: Worker,
+}
+
+impl WorkerTask {
+    fn publish(&self, changes: Vec<Change>) {
+        for c in changes {
+            let _ = self.inner.updates.send(ProberUpdate::Result {
+                pod_uid: self.key.pod_uid.clone(),
+                container: self.key.container.clone(),
+                container_id: c.container_id,
+                probe_type: self.key.probe_type,
+                result: c.result,
+            });
+        }
+    }
+
+    async fn run(mut self, mut stop: watch::Receiver<bool>, trigger: Arc<Notify>) {
+        let period = self.worker.timing.period();
+        // Right after the agent starts, spread the workers over a period.
+        let since_start = (self.inner.clock.now() - self.inner.start)
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        if since_start < period {
+            let jitter = jitter(&self.key, period);
+            tokio::select! {
+                _ = tokio::time::sleep(jitter) => {}
+                _ = stop.changed() => { self.finish(); return; }
+            }
+        }
+        let mut ticker = tokio::time::interval(period);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await; // the first tick is immediate
+        while self.do_probe().await {
+            tokio::select! {
+                _ = stop.changed() => break,
+                _ = ticker.tick() => {}
+                _ = trigger.notified() => {}
+            }
+            if *stop.borrow() {
+                break;
+            }
+        }
+        self.finish();
+    }
+
+    async fn do_probe(&mut self) -> bool {
+        let status = self.inner.status.pod_status(&self.key.pod_uid);
+        let now = self.inner.clock.now();
+        let mut changes = Vec::new();
+        let step = {
+            let mut caches = lock(&self.inner.caches);
+            let results = caches.of(self.key.probe_type);
+            self.worker
+                .before_probe(&self.pod, status.as_ref(), now, results, &mut changes)
+        };
+        self.publish(changes);
+        let container_id = match step {
+            Step::Stop => return false,
+            Step::Wait => return true,
+            Step::Probe { container_id } => container_id,
+        };
+        let pod_ip = status
+            .as_ref()
+            .and_then(|s| s.pod_ip.clone())
+            .unwrap_or_default();
+        let run = self
+            .inner
+            .prober
+            .probe(self.key.probe_type, &pod_ip, &self.container, &container_id)
+            .await;
+        if let Some(event) = run.event {
+            let _ = self.inner.updates.send(ProberUpdate::Event {
+                pod_uid: self.key.pod_uid.clone(),
+                namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
+                pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
+                container: self.key.container.clone(),
+                event,
+            });
+        }
+        if run.errored {
+            return true; // thrown away, as upstream
+        }
+        let mut changes = Vec::new();
+        let restart = {
+            let mut caches = lock(&self.inner.caches);
+            let results = caches.of(self.key.probe_type);
+            self.worker.after_probe(run.result, results, &mut changes)
+        };
+        self.publish(changes);
+        if restart {
+            let reason = match self.key.probe_type {
+                ProbeType::Startup => KillReason::StartupProbe,
+                _ => KillReason::LivenessProbe,
+            };
+            let _ = self
+                .inner
+                .updates
+                .send(ProberUpdate::Restart(RestartRequest {
+                    pod_uid: self.key.pod_uid.clone(),
+                    namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
+                    pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
+                    container: self.key.container.clone(),
+                    container_id,
+                    reason,
+                    message: kill_message(&self.key.container, reason, &self.pod),
+                    grace_period_seconds: kill_grace_period(&self.pod, &self.container, reason),
+                }));
+        }
+        true
+    }
+
+    /// Drops this worker's result and its registration (if still its own).
+    fn finish(&self) {
+        if let Some(id) = self.worker.container_id() {
+            lock(&self.inner.caches).of(self.key.probe_type).remove(id);
+        }
+        let mut workers = lock(&self.inner.workers);
+        if workers
+            .get(&self.key)
+            .is_some_and(|h| h.generation == self.generation)
+        {
+            workers.remove(&self.key);
+        }
+    }
+}
+
+/// A deterministic spread in [0, period) from the worker's identity.
+fn jitter(key: &WorkerKey, period: Duration) -> Duration {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    let ms = period.as_millis().max(1) as u64;
+    Duration::from_millis(h.finish() % ms)
+}
