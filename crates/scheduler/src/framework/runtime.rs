@@ -57,7 +57,7 @@ pub struct ScheduleResult {
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
     #[error("{0}")]
-    Fit(FitError),
+    Fit(Box<FitError>),
     #[error("no nodes available to schedule pods")]
     NoNodes,
     #[error("{0}")]
@@ -298,11 +298,11 @@ impl Framework {
                 break;
             }
         }
-        ScheduleError::Fit(FitError {
+        ScheduleError::Fit(Box::new(FitError {
             num_all_nodes: snap.len(),
             diagnosis,
             nomination,
-        })
+        }))
     }
 
     /// PreScore, Score, NormalizeScore and weights (upstream `prioritizeNodes`);
@@ -471,4 +471,94 @@ pub fn explain(scores: &[NodePluginScores], n: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+    use crate::plugins::new_framework;
+    use crate::plugins::testing::*;
+
+    #[test]
+    fn feasible_nodes_to_find() {
+        // (configured percentage, nodes, want)
+        let cases = [
+            (None, 50, 50),
+            (None, 99, 99),
+            (None, 100, 100),
+            (None, 500, 230),  // 50 − 4 = 46%
+            (None, 5000, 500), // 50 − 40 = 10%
+            (None, 6000, 300), // 50 − 48 = 2% → floor 5%
+            (None, 1000, 420), // 42%
+            (Some(100), 5000, 5000),
+            (Some(1), 5000, 100), // never below 100 nodes
+            (Some(0), 5000, 500), // 0 means adaptive
+        ];
+        for (pct, n, want) in cases {
+            assert_eq!(num_feasible_nodes_to_find(pct, n), want, "{pct:?} {n}");
+        }
+    }
+
+    #[test]
+    fn searches_round_robin_and_stops_at_enough_feasible_nodes() {
+        let fw = new_framework(&Profile::default()).unwrap();
+        let nodes: Vec<NodeInfo> = (0..300)
+            .map(|i| {
+                node_info(
+                    node(&format!("n{i:03}"), &[("cpu", "4"), ("pods", "10")]),
+                    vec![],
+                )
+            })
+            .collect();
+        let snap = Snapshot::new(nodes);
+        for parallelism in [1, 2] {
+            let mut search = SearchState {
+                percentage_of_nodes_to_score: Some(50),
+                parallelism,
+                ..Default::default()
+            };
+            let p = PodInfo::new(pod("p", &[&[("cpu", "1")]]));
+            let r = fw.schedule_pod(&p, &snap, &mut search).unwrap();
+            assert_eq!(r.feasible_nodes, 150, "parallelism {parallelism}");
+            assert_eq!(search.next_start_node_index, 150);
+            let r = fw.schedule_pod(&p, &snap, &mut search).unwrap();
+            assert_eq!(r.feasible_nodes, 150);
+            assert_eq!(search.next_start_node_index, 0);
+            // The chosen node comes from the evaluated half.
+            assert!(r.suggested_host.as_str() >= "n150", "{}", r.suggested_host);
+        }
+        // In parallel over 1000 nodes: exactly 42% are kept, the search moves on.
+        let many = Snapshot::new(
+            (0..1000)
+                .map(|i| {
+                    node_info(
+                        node(&format!("m{i:04}"), &[("cpu", "4"), ("pods", "10")]),
+                        vec![],
+                    )
+                })
+                .collect(),
+        );
+        let mut search = SearchState {
+            parallelism: 2,
+            ..Default::default()
+        };
+        let p = PodInfo::new(pod("p", &[&[("cpu", "1")]]));
+        let r = fw.schedule_pod(&p, &many, &mut search).unwrap();
+        assert_eq!(r.feasible_nodes, 420);
+        assert!(search.next_start_node_index >= 420);
+        // Too big for every node: every node was evaluated and reported.
+        let mut search = SearchState::default();
+        let big = PodInfo::new(pod("big", &[&[("cpu", "8")]]));
+        match fw.schedule_pod(&big, &snap, &mut search) {
+            Err(ScheduleError::Fit(fe)) => {
+                assert_eq!(fe.diagnosis.node_to_status.len(), 300);
+                assert!(
+                    fe.to_string()
+                        .starts_with("0/300 nodes are available: 300 Insufficient cpu.")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
