@@ -1,0 +1,544 @@
+//! StatefulSet, DaemonSet, Job and CronJob controllers end to end: a server
+//! with three simulated nodes, driven by real kubectl.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn server(tag: &str) -> common::Server {
+    let s = common::Server::start_with(common::temp_dir(tag), &["--simulate-nodes", "3"]);
+    wait_for("3 Ready nodes", Duration::from_secs(30), || {
+        let out = s.k(&["get", "nodes", "--no-headers"]);
+        out.lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("Ready"))
+            .count()
+            == 3
+    });
+    s
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn get(s: &common::Server, path: &str) -> Value {
+    let (code, v) = s.request("GET", path, "", None);
+    assert_eq!(code, 200, "GET {path}: {v}");
+    v
+}
+
+fn items(s: &common::Server, path: &str) -> Vec<Value> {
+    get(s, path)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn pods(s: &common::Server, selector: &str) -> Vec<Value> {
+    items(
+        s,
+        &format!("/api/v1/namespaces/default/pods?labelSelector={selector}"),
+    )
+}
+
+fn name(v: &Value) -> String {
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn is_ready(p: &Value) -> bool {
+    p["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+}
+
+fn apply(s: &common::Server, yaml: &str) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(yaml));
+    assert!(
+        out.status.success(),
+        "apply failed: {}",
+        common::stderr(&out)
+    );
+}
+
+const STATEFULSET: &str = "apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: nginx
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        volumeMounts:
+        - name: www
+          mountPath: /usr/share/nginx/html
+  volumeClaimTemplates:
+  - metadata:
+      name: www
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 1Gi
+";
+
+#[test]
+fn statefulset_ordered_creation_scale_down_and_claims() {
+    let s = server("sts");
+    apply(&s, STATEFULSET);
+
+    // Every snapshot in which web-N first appears must already show web-(N-1)
+    // Ready: the controller creates each pod only after its predecessor.
+    let mut first_seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut snapshot = 0;
+    wait_for("web-0..2 Ready", Duration::from_secs(45), || {
+        snapshot += 1;
+        let ps = pods(&s, "app%3Dweb");
+        let by_name: BTreeMap<String, &Value> = ps.iter().map(|p| (name(p), p)).collect();
+        for n in by_name.keys() {
+            if first_seen.contains_key(n) {
+                continue;
+            }
+            first_seen.insert(n.clone(), snapshot);
+            let ord: usize = n.trim_start_matches("web-").parse().expect("ordinal");
+            if ord > 0 {
+                let prev = format!("web-{}", ord - 1);
+                let p = by_name
+                    .get(&prev)
+                    .unwrap_or_else(|| panic!("{n} exists before {prev}"));
+                assert!(is_ready(p), "{n} created before {prev} was Ready");
+            }
+        }
+        ps.len() == 3 && ps.iter().all(is_ready)
+    });
+    let order: Vec<&String> = {
+        let mut v: Vec<(&usize, &String)> = first_seen.iter().map(|(k, v)| (v, k)).collect();
+        v.sort();
+        v.into_iter().map(|(_, k)| k).collect()
+    };
+    assert_eq!(order, ["web-0", "web-1", "web-2"]);
+
+    let out = s.k(&["rollout", "status", "sts/web", "--timeout=30s"]);
+    assert!(
+        out.contains("partitioned roll out complete") || out.contains("complete"),
+        "{out}"
+    );
+
+    // Identity: hostname, subdomain, labels, claims.
+    let p1 = get(&s, "/api/v1/namespaces/default/pods/web-1");
+    assert_eq!(p1["spec"]["hostname"], "web-1");
+    assert_eq!(p1["spec"]["subdomain"], "nginx");
+    assert_eq!(
+        p1["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"],
+        "web-1"
+    );
+    assert_eq!(
+        p1["metadata"]["labels"]["apps.kubernetes.io/pod-index"],
+        "1"
+    );
+    let claim_vol = p1["spec"]["volumes"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == "www"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(claim_vol["persistentVolumeClaim"]["claimName"], "www-web-1");
+    let claims: Vec<String> = items(&s, "/api/v1/namespaces/default/persistentvolumeclaims")
+        .iter()
+        .map(name)
+        .collect();
+    assert_eq!(claims, ["www-web-0", "www-web-1", "www-web-2"]);
+
+    let st = get(&s, "/apis/apps/v1/namespaces/default/statefulsets/web")["status"].clone();
+    assert_eq!(st["replicas"], 3, "{st}");
+    assert_eq!(st["readyReplicas"], 3, "{st}");
+    assert_eq!(st["currentReplicas"], 3, "{st}");
+    assert_eq!(st["updatedReplicas"], 3, "{st}");
+    assert_eq!(st["availableReplicas"], 3, "{st}");
+    assert_eq!(st["currentRevision"], st["updateRevision"], "{st}");
+    let rev = st["updateRevision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(rev.starts_with("web-"), "{rev}");
+    assert_eq!(
+        p1["metadata"]["labels"]["controller-revision-hash"],
+        rev.as_str()
+    );
+    let revs = items(&s, "/apis/apps/v1/namespaces/default/controllerrevisions");
+    assert!(revs.iter().any(|r| name(r) == rev), "{revs:?}");
+
+    // Scale down to 1: web-2 goes first, and web-1 only after web-2 is gone.
+    s.k(&["scale", "sts/web", "--replicas=1"]);
+    wait_for("only web-0 left", Duration::from_secs(30), || {
+        let names: Vec<(String, bool)> = pods(&s, "app%3Dweb")
+            .iter()
+            .map(|p| (name(p), !p["metadata"]["deletionTimestamp"].is_null()))
+            .collect();
+        let has = |n: &str| names.iter().any(|(x, _)| x == n);
+        let terminating = |n: &str| names.iter().any(|(x, t)| x == n && *t);
+        if terminating("web-1") || !has("web-1") {
+            assert!(
+                !has("web-2"),
+                "web-1 removed while web-2 still exists: {names:?}"
+            );
+        }
+        assert!(!terminating("web-0"), "web-0 must stay: {names:?}");
+        names.len() == 1 && has("web-0")
+    });
+    // Claims are retained (persistentVolumeClaimRetentionPolicy defaults to Retain).
+    let claims = items(&s, "/api/v1/namespaces/default/persistentvolumeclaims");
+    assert_eq!(claims.len(), 3);
+}
+
+const DAEMONSET: &str = "apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: busybox:1.36
+";
+
+fn daemon_nodes(s: &common::Server) -> Vec<String> {
+    let mut v: Vec<String> = pods(s, "app%3Dagent")
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap_or("").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn daemonset_one_pod_per_untainted_node_and_rolling_update() {
+    let s = server("ds");
+    s.k(&["taint", "nodes", "sim-node-2", "dedicated=infra:NoSchedule"]);
+    apply(&s, DAEMONSET);
+    s.k(&["rollout", "status", "ds/agent", "--timeout=40s"]);
+    assert_eq!(daemon_nodes(&s), ["sim-node-0", "sim-node-1"]);
+
+    let p = pods(&s, "app%3Dagent").remove(0);
+    let node = p["spec"]["nodeName"].clone();
+    let term = &p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchFields"][0];
+    assert_eq!(term["key"], "metadata.name", "{p}");
+    assert_eq!(term["operator"], "In");
+    assert_eq!(term["values"][0], node);
+    let tols: Vec<String> = p["spec"]["tolerations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|t| {
+            format!(
+                "{}:{}",
+                t["key"].as_str().unwrap_or(""),
+                t["effect"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    for want in [
+        "node.kubernetes.io/not-ready:NoExecute",
+        "node.kubernetes.io/unreachable:NoExecute",
+        "node.kubernetes.io/disk-pressure:NoSchedule",
+        "node.kubernetes.io/memory-pressure:NoSchedule",
+        "node.kubernetes.io/pid-pressure:NoSchedule",
+        "node.kubernetes.io/unschedulable:NoSchedule",
+    ] {
+        assert!(
+            tols.iter().any(|t| t == want),
+            "{want} missing from {tols:?}"
+        );
+    }
+    let st = get(&s, "/apis/apps/v1/namespaces/default/daemonsets/agent")["status"].clone();
+    for (k, want) in [
+        ("desiredNumberScheduled", 2),
+        ("currentNumberScheduled", 2),
+        ("numberReady", 2),
+        ("numberAvailable", 2),
+        ("updatedNumberScheduled", 2),
+        ("numberMisscheduled", 0),
+    ] {
+        assert_eq!(st[k], want, "{k}: {st}");
+    }
+
+    // Removing the taint makes the node eligible: it gets its pod.
+    s.k(&["taint", "nodes", "sim-node-2", "dedicated-"]);
+    wait_for(
+        "a daemon pod on sim-node-2",
+        Duration::from_secs(20),
+        || daemon_nodes(&s) == ["sim-node-0", "sim-node-1", "sim-node-2"],
+    );
+
+    // Rolling update to a new image: rollout status returns and every node
+    // runs exactly one pod of the new template.
+    s.k(&["set", "image", "ds/agent", "agent=busybox:1.37"]);
+    s.k(&["rollout", "status", "ds/agent", "--timeout=45s"]);
+    wait_for("one new pod per node", Duration::from_secs(20), || {
+        let ps: Vec<Value> = pods(&s, "app%3Dagent")
+            .into_iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        ps.len() == 3
+            && ps
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "busybox:1.37")
+    });
+    assert_eq!(daemon_nodes(&s), ["sim-node-0", "sim-node-1", "sim-node-2"]);
+}
+
+fn job(name: &str, extra_spec: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+spec:
+{extra_spec}
+  template:
+    metadata:
+      annotations: {{{annotations}}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox:1.36
+"
+    )
+}
+
+fn job_status(s: &common::Server, name: &str) -> Value {
+    get(s, &format!("/apis/batch/v1/namespaces/default/jobs/{name}"))["status"].clone()
+}
+
+#[test]
+fn jobs_complete_fail_and_index() {
+    let s = server("job");
+    apply(
+        &s,
+        &job(
+            "pi",
+            "  completions: 3\n  parallelism: 2",
+            "sim.berth.dev/run-seconds: \"1\"",
+        ),
+    );
+    apply(
+        &s,
+        &job(
+            "broken",
+            "  backoffLimit: 1",
+            "sim.berth.dev/fail: \"true\"",
+        ),
+    );
+    apply(
+        &s,
+        &job(
+            "indexed",
+            "  completions: 3\n  parallelism: 3\n  completionMode: Indexed",
+            "sim.berth.dev/run-seconds: \"1\"",
+        ),
+    );
+
+    // Never more than `parallelism` pods running at once.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let running = pods(&s, "batch.kubernetes.io%2Fjob-name%3Dpi")
+            .iter()
+            .filter(|p| {
+                p["metadata"]["deletionTimestamp"].is_null()
+                    && !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
+            })
+            .count();
+        assert!(running <= 2, "{running} active pods with parallelism 2");
+        if job_status(&s, "pi")["succeeded"] == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pi did not finish");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    s.k(&[
+        "wait",
+        "--for=condition=complete",
+        "job/pi",
+        "--timeout=30s",
+    ]);
+    let st = job_status(&s, "pi");
+    assert_eq!(st["succeeded"], 3, "{st}");
+    assert!(st["completionTime"].is_string(), "{st}");
+    assert!(st["startTime"].is_string(), "{st}");
+    let conds: Vec<(String, String)> = st["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or("").into(),
+                c["reason"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    assert!(
+        conds.contains(&("Complete".into(), "CompletionsReached".into())),
+        "{conds:?}"
+    );
+    let pi_pods = pods(&s, "batch.kubernetes.io%2Fjob-name%3Dpi");
+    assert_eq!(pi_pods.len(), 3, "finished pods are kept");
+    for p in &pi_pods {
+        assert_eq!(p["status"]["phase"], "Succeeded");
+        let fin = p["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            !fin.iter().any(|f| f == "batch.kubernetes.io/job-tracking"),
+            "tracking finalizer left on {}",
+            name(p)
+        );
+        assert_eq!(p["metadata"]["labels"]["job-name"], "pi");
+        assert!(p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"].is_string());
+    }
+    let out = s.k(&["get", "job", "pi"]);
+    assert!(out.contains("3/3"), "{out}");
+
+    s.k(&[
+        "wait",
+        "--for=condition=complete",
+        "job/indexed",
+        "--timeout=30s",
+    ]);
+    let st = job_status(&s, "indexed");
+    assert_eq!(st["completedIndexes"], "0-2", "{st}");
+    let mut idx: Vec<String> = pods(&s, "batch.kubernetes.io%2Fjob-name%3Dindexed")
+        .iter()
+        .map(|p| {
+            let i = p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string();
+            assert_eq!(
+                p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"],
+                i.as_str()
+            );
+            assert_eq!(p["spec"]["hostname"], format!("indexed-{i}"));
+            i
+        })
+        .collect();
+    idx.sort();
+    assert_eq!(idx, ["0", "1", "2"]);
+
+    // Two failures (one back-off of 10 s in between) exceed backoffLimit 1.
+    s.k(&[
+        "wait",
+        "--for=condition=failed",
+        "job/broken",
+        "--timeout=45s",
+    ]);
+    let st = job_status(&s, "broken");
+    assert_eq!(st["failed"], 2, "{st}");
+    let failed = st["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Failed"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(failed["reason"], "BackoffLimitExceeded", "{st}");
+    assert_eq!(
+        failed["message"],
+        "Job has reached the specified backoff limit"
+    );
+    assert_eq!(pods(&s, "batch.kubernetes.io%2Fjob-name%3Dbroken").len(), 2);
+}
+
+#[test]
+fn cronjob_every_minute_creates_a_job() {
+    let s = server("cron");
+    apply(
+        &s,
+        "apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: hello
+spec:
+  schedule: '* * * * *'
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          annotations: {sim.berth.dev/run-seconds: '1'}
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: hello
+            image: busybox:1.36
+",
+    );
+    // The first whole minute after creation (at most ~60 s away).
+    let mut job = Value::Null;
+    wait_for("the first scheduled job", Duration::from_secs(75), || {
+        let jobs = items(&s, "/apis/batch/v1/namespaces/default/jobs");
+        match jobs.into_iter().next() {
+            Some(j) => {
+                job = j;
+                true
+            }
+            None => false,
+        }
+    });
+    let jname = name(&job);
+    let minutes: i64 = jname
+        .strip_prefix("hello-")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("job name {jname}"));
+    let stamp = job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let scheduled: i64 = stamp
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .map(|t| t.as_second())
+        .unwrap_or_else(|e| panic!("{stamp}: {e}"));
+    assert_eq!(minutes * 60, scheduled, "name encodes the scheduled minute");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+
+    wait_for("lastSuccessfulTime", Duration::from_secs(20), || {
+        let st = get(&s, "/apis/batch/v1/namespaces/default/cronjobs/hello")["status"].clone();
+        st["lastSuccessfulTime"].is_string()
+    });
+    let st = get(&s, "/apis/batch/v1/namespaces/default/cronjobs/hello")["status"].clone();
+    let last: i64 = st["lastScheduleTime"]
+        .as_str()
+        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+        .map(|t| t.as_second())
+        .unwrap_or_else(|| panic!("lastScheduleTime in {st}"));
+    assert_eq!(last, scheduled, "{st}");
+    let out = s.k(&["get", "cronjob", "hello"]);
+    assert!(out.contains("* * * * *"), "{out}");
+}
