@@ -8,6 +8,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use tracing::info;
 
+mod agent;
+mod images;
+
 #[derive(Parser)]
 #[command(
     name = "berth",
@@ -25,6 +28,10 @@ enum Command {
     Server(ServerArgs),
     /// Join a running server with simulated (hollow) nodes.
     Sim(SimArgs),
+    /// Run the node agent (containerd, CNI, pods) joined to a server.
+    Agent(agent::AgentCmd),
+    /// Local images without a registry (build-local, import).
+    Images(images::ImagesArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -115,6 +122,8 @@ struct ServerArgs {
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
+    #[command(flatten)]
+    agent: agent::AgentArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
@@ -247,8 +256,17 @@ async fn server(args: ServerArgs) -> Result<()> {
         )
         .await?;
     }
+    let node_agent = if args.disable_agent {
+        None
+    } else {
+        let client = client_from(&kubeconfig, "kubelet").await?;
+        Some(agent::start(client, &args.agent, &args.data_dir).await?)
+    };
     shutdown_signal().await;
     info!("shutting down");
+    if let Some(a) = node_agent {
+        a.shutdown().await;
+    }
     let _ = tx.send(true);
     let _ = serving.await;
     Ok(())
@@ -301,6 +319,14 @@ async fn sim(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
+async fn run_agent(args: agent::AgentCmd) -> Result<()> {
+    let client = agent::client(&args).await?;
+    let a = agent::start(client, &args.agent, &args.data_dir).await?;
+    shutdown_signal().await;
+    a.shutdown().await;
+    Ok(())
+}
+
 /// A client for the component `component` (its User-Agent is upstream's form,
 /// `kube-scheduler/v1.33.0 (berth …)`).
 async fn client_from(kubeconfig: &std::path::Path, component: &str) -> Result<kube::Client> {
@@ -349,5 +375,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Server(args) => rt.block_on(server(args)),
         Command::Sim(args) => rt.block_on(sim(args)),
+        Command::Agent(args) => rt.block_on(run_agent(args)),
+        Command::Images(args) => rt.block_on(images::run(args)),
     }
 }

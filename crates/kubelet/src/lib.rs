@@ -5,6 +5,7 @@
 //! simulator in `sim` both use it. Everything here talks to the cluster only
 //! through the API server (kube-rs), as upstream's kubelet does.
 
+pub mod agent;
 pub mod backoff;
 pub mod cgroups;
 pub mod cni;

@@ -1,0 +1,105 @@
+//! The node agent as `berth server` runs it (in-process) and as `berth agent`
+//! runs it on another machine.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Node agent flags shared by `berth server` and `berth agent`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// Use this CRI socket instead of starting Berth's own containerd.
+    #[arg(long)]
+    pub container_runtime_endpoint: Option<String>,
+    /// The node's name (default: the host name).
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// Range node podCIDRs (/24 each) come from.
+    #[arg(long, default_value = "10.42.0.0/16")]
+    pub cluster_cidr: String,
+    /// Cluster DNS server(s) written into pods' resolv.conf (dnsPolicy ClusterFirst).
+    #[arg(long, default_value = "10.43.0.10", value_delimiter = ',')]
+    pub cluster_dns: Vec<String>,
+    /// Cluster domain (pods' DNS search path).
+    #[arg(long, default_value = "cluster.local")]
+    pub cluster_domain: String,
+}
+
+/// `berth agent`: join a server as a node.
+#[derive(clap::Args, Debug)]
+pub struct AgentCmd {
+    /// The API server, e.g. https://10.0.0.1:6443 (with --token).
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Bearer token for --server.
+    #[arg(long, env = "BERTH_TOKEN")]
+    pub token: Option<String>,
+    /// A kubeconfig instead of --server/--token.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Folder for containerd, CNI state, pod volumes and logs.
+    #[arg(long, short = 'd', default_value = "/var/lib/berth", env = "BERTH_DATA_DIR")]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfig {
+    let mut cfg = berth_kubelet::agent::AgentConfig::new(data_dir);
+    if let Some(n) = &args.node_name {
+        cfg.node_name = n.clone();
+    }
+    cfg.runtime_endpoint = args
+        .container_runtime_endpoint
+        .as_ref()
+        .map(|e| PathBuf::from(e.trim_start_matches("unix://")));
+    cfg.cluster_cidr = args.cluster_cidr.clone();
+    cfg.cluster_dns = args.cluster_dns.clone();
+    cfg.cluster_domain = args.cluster_domain.clone();
+    cfg
+}
+
+/// Starts the agent with `client` (its User-Agent names it kubelet).
+pub async fn start(
+    client: kube::Client,
+    args: &AgentArgs,
+    data_dir: &Path,
+) -> Result<berth_kubelet::agent::Agent> {
+    let cfg = config(args, data_dir);
+    let agent = berth_kubelet::agent::Agent::start(client, cfg)
+        .await
+        .context("starting the node agent (run with --disable-agent to go without one)")?;
+    println!(
+        "Node agent: node {} with pod CIDR {} (runtime {})",
+        agent.node_name,
+        agent.pod_cidr,
+        agent.runtime_socket.display()
+    );
+    Ok(agent)
+}
+
+/// A client for `berth agent` from --server/--token or a kubeconfig.
+pub async fn client(cmd: &AgentCmd) -> Result<kube::Client> {
+    let mut config = match (&cmd.server, &cmd.kubeconfig) {
+        (Some(server), _) => {
+            let token = cmd
+                .token
+                .clone()
+                .context("--server needs --token (or use --kubeconfig)")?;
+            let mut c = kube::Config::new(server.parse().context("--server")?);
+            c.auth_info.token = Some(token.into());
+            // The cluster CA is not known here: --kubeconfig carries it.
+            c.accept_invalid_certs = true;
+            c
+        }
+        (None, Some(kc)) => {
+            let kc = kube::config::Kubeconfig::read_from(kc)?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await?
+        }
+        (None, None) => anyhow::bail!("berth agent needs --server and --token, or --kubeconfig"),
+    };
+    let ua = format!("kubelet/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
+    config.headers.push((http::header::USER_AGENT, ua.parse()?));
+    Ok(kube::Client::try_from(config)?)
+}

@@ -1,0 +1,324 @@
+//! The node agent on real containers: registers its Node, runs containerd (or
+//! uses one), imports the local images, sets up CNI on the node's podCIDR, and
+//! runs one worker per pod bound to the node (watch with
+//! `fieldSelector=spec.nodeName=<node>`).
+
+pub mod machine;
+pub mod podspec;
+pub mod status;
+pub mod worker;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use berth_runtime::events::{EventSource, Recorder};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Node, NodeAddress, Pod};
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::cri::{ContainerdConfig, ContainerdProcess, CriRuntime};
+use crate::images;
+use crate::node::{NodeAgent, NodeConfig, NodeHealth};
+use crate::runtime::{Filter, Runtime};
+use crate::{Error, Result};
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub node_name: String,
+    /// `<data-dir>/agent`.
+    pub dir: PathBuf,
+    /// An existing CRI socket; None: Berth starts its own containerd.
+    pub runtime_endpoint: Option<PathBuf>,
+    /// Where node podCIDRs (/24 each) are taken from.
+    pub cluster_cidr: String,
+    pub cluster_dns: Vec<String>,
+    pub cluster_domain: String,
+    pub sandbox_image: String,
+    pub backoff: BackoffConfig,
+    pub max_grace: Duration,
+}
+
+impl AgentConfig {
+    pub fn new(data_dir: &std::path::Path) -> Self {
+        AgentConfig {
+            node_name: machine::hostname(),
+            dir: data_dir.join("agent"),
+            runtime_endpoint: None,
+            cluster_cidr: "10.42.0.0/16".into(),
+            cluster_dns: vec!["10.43.0.10".into()],
+            cluster_domain: "cluster.local".into(),
+            sandbox_image: images::PAUSE_IMAGE.into(),
+            backoff: BackoffConfig::default(),
+            max_grace: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// A running agent; `shutdown` stops its tasks and Berth's containerd (pods keep
+/// running under their shims, as when upstream's kubelet restarts).
+pub struct Agent {
+    tasks: Vec<JoinHandle<()>>,
+    containerd: Option<ContainerdProcess>,
+    pub node_name: String,
+    pub pod_cidr: String,
+    pub runtime_socket: PathBuf,
+}
+
+impl Agent {
+    pub async fn start(client: Client, cfg: AgentConfig) -> Result<Agent> {
+        std::fs::create_dir_all(&cfg.dir)?;
+        let ccfg = ContainerdConfig::new(&cfg.dir, &cfg.sandbox_image);
+        let (containerd, socket) = match &cfg.runtime_endpoint {
+            Some(s) => (None, s.clone()),
+            None => {
+                let p = ContainerdProcess::start(&ccfg).await?;
+                (p, ccfg.socket())
+            }
+        };
+        let runtime =
+            Arc::new(CriRuntime::connect(&socket).map_err(|e| Error::Runtime(e.to_string()))?);
+        let (rt_name, rt_version) = runtime
+            .version()
+            .await
+            .map_err(|e| Error::Runtime(format!("{}: {e}", socket.display())))?;
+        info!(runtime = %rt_name, version = %rt_version, "container runtime ready");
+        ensure_local_images(runtime.as_ref(), &socket, &cfg.dir.join("images")).await?;
+
+        let host_ip = machine::host_ipv4()
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "127.0.0.1".into());
+        let pod_cidr = pod_cidr(&client, &cfg).await?;
+        crate::cni::write_config(
+            &ccfg.cni_conf_dir,
+            &cfg.dir.join("cni").join("ipam"),
+            &pod_cidr,
+        )
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        info!(node = %cfg.node_name, %pod_cidr, "pod network configured");
+
+        let mut ncfg = NodeConfig::new(cfg.node_name.clone(), machine::capacity(&cfg.dir));
+        ncfg.addresses = vec![
+            NodeAddress {
+                type_: "InternalIP".into(),
+                address: host_ip.clone(),
+            },
+            NodeAddress {
+                type_: "Hostname".into(),
+                address: cfg.node_name.clone(),
+            },
+        ];
+        ncfg.roles = vec!["control-plane".into()];
+        ncfg.pod_cidrs = vec![pod_cidr.clone()];
+        ncfg.node_info.os_image = machine::os_image();
+        ncfg.node_info.kernel_version = machine::kernel_version();
+        ncfg.node_info.container_runtime_version = format!("{rt_name}://{rt_version}");
+        // Registration first, so pods are only watched once the Node exists.
+        crate::node::register(&client, &ncfg, &NodeHealth::default()).await?;
+        set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
+        let node_agent = NodeAgent::new(client.clone(), ncfg);
+        let mut tasks = vec![tokio::spawn(async move {
+            if let Err(e) = node_agent.run(NodeHealth::default).await {
+                warn!(error = %e, "node status loop stopped");
+            }
+        })];
+
+        let memory_capacity = machine::memory_bytes();
+        let shared = Arc::new(worker::Shared {
+            client: client.clone(),
+            runtime: runtime.clone(),
+            ctx: podspec::NodeContext {
+                pods_dir: cfg.dir.join("pods"),
+                logs_dir: cfg.dir.join("logs"),
+                cluster_dns: cfg.cluster_dns.clone(),
+                cluster_domain: cfg.cluster_domain.clone(),
+                memory_capacity,
+            },
+            node_name: cfg.node_name.clone(),
+            host_ip,
+            recorder: Recorder::new(
+                client.clone(),
+                EventSource::new("kubelet", cfg.node_name.clone()),
+            ),
+            backoff: Mutex::new(Backoff::new(cfg.backoff)),
+            resync: Duration::from_secs(1),
+            max_grace: cfg.max_grace,
+        });
+        tasks.push(tokio::spawn(watch_pods(shared)));
+        Ok(Agent {
+            tasks,
+            containerd,
+            node_name: cfg.node_name,
+            pod_cidr,
+            runtime_socket: socket,
+        })
+    }
+
+    pub async fn shutdown(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Some(c) = self.containerd {
+            c.stop().await;
+        }
+    }
+}
+
+/// Imports the sandbox and busybox images when containerd lacks them.
+async fn ensure_local_images(
+    rt: &dyn Runtime,
+    socket: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<()> {
+    let mut missing = false;
+    for i in [images::PAUSE_IMAGE, images::BUSYBOX_IMAGE] {
+        if rt.image_status(i).await.ok().flatten().is_none() {
+            missing = true;
+        }
+    }
+    if !missing {
+        return Ok(());
+    }
+    info!("building and importing the local busybox and pause images");
+    let archives = images::build_local(dir)
+        .await
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+    for a in archives {
+        images::import(socket, &a)
+            .await
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// This node's podCIDR: the one its Node already has, else the lowest free /24.
+async fn pod_cidr(client: &Client, cfg: &AgentConfig) -> Result<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes.list(&ListParams::default()).await?;
+    let mut used = Vec::new();
+    for n in &list.items {
+        let cidr = n.spec.as_ref().and_then(|s| s.pod_cidr.clone());
+        if n.metadata.name.as_deref() == Some(cfg.node_name.as_str()) {
+            if let Some(c) = cidr {
+                return Ok(c);
+            }
+            continue;
+        }
+        used.extend(cidr);
+    }
+    crate::cni::pick_pod_cidr(&cfg.cluster_cidr, used.iter().map(String::as_str))
+        .map_err(|e| Error::Runtime(e.to_string()))
+}
+
+/// Sets spec.podCIDR(s) on an adopted Node that has none (a created one has it).
+async fn set_pod_cidr(client: &Client, node: &str, cidr: &str) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let has = nodes
+        .get_opt(node)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|n| n.spec.and_then(|s| s.pod_cidr))
+        .is_some();
+    if !has {
+        let patch = json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}});
+        if let Err(e) = nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            warn!(error = %e, "setting the node's podCIDR");
+        }
+    }
+}
+
+/// The pod watch: one worker per pod uid, fed the newest pod object.
+async fn watch_pods(shared: Arc<worker::Shared>) {
+    let api: Api<Pod> = Api::all(shared.client.clone());
+    let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.node_name));
+    let mut events = watcher::watcher(api, wc).default_backoff().boxed();
+    let mut workers: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut first_list = true;
+    loop {
+        let ev = match events.try_next().await {
+            Ok(Some(ev)) => ev,
+            Ok(None) => return,
+            Err(e) => {
+                warn!(error = %e, "pod watch error");
+                continue;
+            }
+        };
+        workers.retain(|_, tx| !tx.is_closed());
+        match ev {
+            Event::Init => seen.clear(),
+            Event::InitApply(p) => {
+                if let Some(uid) = p.metadata.uid.clone() {
+                    seen.insert(uid);
+                }
+                dispatch(&shared, &mut workers, p);
+            }
+            Event::InitDone => {
+                // Pods deleted while the watch was down get no Delete event.
+                for (uid, tx) in &workers {
+                    if !seen.contains(uid) {
+                        let _ = tx.send(None);
+                    }
+                }
+                if first_list {
+                    first_list = false;
+                    remove_orphans(&shared, &seen).await;
+                }
+            }
+            Event::Apply(p) => dispatch(&shared, &mut workers, p),
+            Event::Delete(p) => {
+                if let Some(tx) = p.metadata.uid.as_ref().and_then(|u| workers.get(u)) {
+                    let _ = tx.send(None);
+                }
+            }
+        }
+    }
+}
+
+fn dispatch(
+    shared: &Arc<worker::Shared>,
+    workers: &mut HashMap<String, watch::Sender<Option<Pod>>>,
+    pod: Pod,
+) {
+    let Some(uid) = pod.metadata.uid.clone() else {
+        return;
+    };
+    if let Some(tx) = workers.get(&uid) {
+        let _ = tx.send(Some(pod));
+        return;
+    }
+    let (tx, rx) = watch::channel(Some(pod));
+    workers.insert(uid.clone(), tx);
+    tokio::spawn(worker::run(shared.clone(), uid, rx));
+}
+
+/// Sandboxes of pods this node no longer has (deleted while the agent was down).
+async fn remove_orphans(shared: &worker::Shared, live: &HashSet<String>) {
+    let sandboxes = shared
+        .runtime
+        .list_sandboxes(&Filter::default())
+        .await
+        .unwrap_or_default();
+    for s in sandboxes {
+        if s.uid.is_empty() || live.contains(&s.uid) {
+            continue;
+        }
+        info!(pod = %format!("{}/{}", s.namespace, s.name), "removing the sandbox of a pod that is gone");
+        let _ = shared.runtime.stop_sandbox(&s.id).await;
+        let _ = shared.runtime.remove_sandbox(&s.id).await;
+    }
+}

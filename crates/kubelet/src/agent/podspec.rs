@@ -1,0 +1,357 @@
+//! Pod spec → runtime configs: the sandbox and each container (labels the agent
+//! finds them by, log paths, mounts, resources, security).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use crate::cgroups::{self, Qos};
+use crate::runtime::{ContainerConfig, DnsConfig, Mount, PortMapping, Protocol, SandboxConfig};
+
+pub const LABEL_POD_NAME: &str = "io.kubernetes.pod.name";
+pub const LABEL_POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+pub const LABEL_POD_UID: &str = "io.kubernetes.pod.uid";
+pub const LABEL_CONTAINER_NAME: &str = "io.kubernetes.container.name";
+
+/// Node-wide settings the configs need.
+#[derive(Debug, Clone)]
+pub struct NodeContext {
+    /// `<data-dir>/agent/pods`: per-pod volumes.
+    pub pods_dir: PathBuf,
+    /// `<data-dir>/agent/logs`: container logs (upstream's /var/log/pods).
+    pub logs_dir: PathBuf,
+    pub cluster_dns: Vec<String>,
+    pub cluster_domain: String,
+    pub memory_capacity: i64,
+}
+
+pub fn meta(pod: &Pod) -> (&str, &str, &str) {
+    (
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.uid.as_deref().unwrap_or(""),
+    )
+}
+
+pub fn qos(pod: &Pod) -> Qos {
+    if let Some(q) = pod.status.as_ref().and_then(|s| s.qos_class.as_deref()) {
+        return Qos::from_class(q);
+    }
+    let v = serde_json::to_value(pod).unwrap_or_default();
+    Qos::from_class(berth_api::qos::pod_qos(&v))
+}
+
+/// The pod's log directory (`<ns>_<name>_<uid>`, as upstream's /var/log/pods).
+pub fn log_dir(ctx: &NodeContext, pod: &Pod) -> PathBuf {
+    let (name, ns, uid) = meta(pod);
+    ctx.logs_dir.join(format!("{ns}_{name}_{uid}"))
+}
+
+pub fn pod_dir(ctx: &NodeContext, pod: &Pod) -> PathBuf {
+    ctx.pods_dir.join(meta(pod).2)
+}
+
+fn dns(ctx: &NodeContext, pod: &Pod) -> Option<DnsConfig> {
+    let spec = pod.spec.as_ref()?;
+    let host_network = spec.host_network.unwrap_or(false);
+    let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
+    let ns = meta(pod).1;
+    let d = &ctx.cluster_domain;
+    let mut cfg = match policy {
+        "ClusterFirst" if !host_network && !ctx.cluster_dns.is_empty() => DnsConfig {
+            servers: ctx.cluster_dns.clone(),
+            searches: vec![format!("{ns}.svc.{d}"), format!("svc.{d}"), d.clone()],
+            options: vec!["ndots:5".into()],
+        },
+        "ClusterFirstWithHostNet" if !ctx.cluster_dns.is_empty() => DnsConfig {
+            servers: ctx.cluster_dns.clone(),
+            searches: vec![format!("{ns}.svc.{d}"), format!("svc.{d}"), d.clone()],
+            options: vec!["ndots:5".into()],
+        },
+        "None" => DnsConfig::default(),
+        // Default (and ClusterFirst without cluster DNS): the node's resolv.conf.
+        _ => return None,
+    };
+    if let Some(pc) = &spec.dns_config {
+        cfg.servers.extend(pc.nameservers.iter().flatten().cloned());
+        cfg.searches.extend(pc.searches.iter().flatten().cloned());
+        for o in pc.options.iter().flatten() {
+            let Some(name) = &o.name else { continue };
+            cfg.options
+                .retain(|x| x.split(':').next() != Some(name.as_str()));
+            cfg.options.push(match &o.value {
+                Some(v) => format!("{name}:{v}"),
+                None => name.clone(),
+            });
+        }
+    }
+    Some(cfg)
+}
+
+pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConfig {
+    let (name, ns, uid) = meta(pod);
+    let spec = pod.spec.clone().unwrap_or_default();
+    let mut labels: BTreeMap<String, String> = pod.metadata.labels.clone().unwrap_or_default();
+    labels.insert(LABEL_POD_NAME.into(), name.into());
+    labels.insert(LABEL_POD_NAMESPACE.into(), ns.into());
+    labels.insert(LABEL_POD_UID.into(), uid.into());
+    let hostname = spec
+        .hostname
+        .clone()
+        .unwrap_or_else(|| name.chars().take(63).collect::<String>())
+        .trim_end_matches(['-', '.'])
+        .to_string();
+    let port_mappings = spec
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.unwrap_or(0) > 0)
+        .map(|p| PortMapping {
+            protocol: match p.protocol.as_deref() {
+                Some("UDP") => Protocol::Udp,
+                Some("SCTP") => Protocol::Sctp,
+                _ => Protocol::Tcp,
+            },
+            container_port: p.container_port,
+            host_port: p.host_port.unwrap_or(0),
+            host_ip: p.host_ip.clone().unwrap_or_default(),
+        })
+        .collect();
+    let sysctls = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.sysctls.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|s| (s.name.clone(), s.value.clone()))
+        .collect();
+    SandboxConfig {
+        name: name.into(),
+        namespace: ns.into(),
+        uid: uid.into(),
+        attempt,
+        hostname,
+        log_directory: log_dir(ctx, pod).display().to_string(),
+        dns: dns(ctx, pod),
+        port_mappings,
+        labels,
+        annotations: pod.metadata.annotations.clone().unwrap_or_default(),
+        cgroup_parent: cgroups::pod_cgroup_parent(qos(pod), uid),
+        host_network: spec.host_network.unwrap_or(false),
+        host_pid: spec.host_pid.unwrap_or(false),
+        host_ipc: spec.host_ipc.unwrap_or(false),
+        sysctls,
+    }
+}
+
+/// Where a volume is on the host, for the kinds the agent materialises itself
+/// (emptyDir, hostPath) or finds prepared under the pod's directory (the rest).
+pub fn volume_host_path(ctx: &NodeContext, pod: &Pod, volume: &str) -> Option<PathBuf> {
+    let spec = pod.spec.as_ref()?;
+    let v = spec.volumes.iter().flatten().find(|v| v.name == volume)?;
+    if let Some(h) = &v.host_path {
+        return Some(PathBuf::from(&h.path));
+    }
+    let kind = if v.empty_dir.is_some() {
+        "kubernetes.io~empty-dir"
+    } else if v.config_map.is_some() {
+        "kubernetes.io~configmap"
+    } else if v.secret.is_some() {
+        "kubernetes.io~secret"
+    } else if v.downward_api.is_some() {
+        "kubernetes.io~downward-api"
+    } else if v.projected.is_some() {
+        "kubernetes.io~projected"
+    } else {
+        return None;
+    };
+    Some(pod_dir(ctx, pod).join("volumes").join(kind).join(volume))
+}
+
+/// Errors upstream reports as CreateContainerConfigError.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unable to find volume {0:?} for volumeMount")]
+    MissingVolume(String),
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn container_config(
+    ctx: &NodeContext,
+    pod: &Pod,
+    c: &Container,
+    attempt: u32,
+    image: &str,
+    env: Vec<(String, String)>,
+    command: Vec<String>,
+    args: Vec<String>,
+) -> Result<ContainerConfig, ConfigError> {
+    let (name, ns, uid) = meta(pod);
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_POD_NAME.to_string(), name.to_string());
+    labels.insert(LABEL_POD_NAMESPACE.to_string(), ns.to_string());
+    labels.insert(LABEL_POD_UID.to_string(), uid.to_string());
+    labels.insert(LABEL_CONTAINER_NAME.to_string(), c.name.clone());
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        "io.kubernetes.container.restartCount".to_string(),
+        attempt.to_string(),
+    );
+    let mut mounts = Vec::new();
+    for m in c.volume_mounts.iter().flatten() {
+        let host = volume_host_path(ctx, pod, &m.name)
+            .ok_or_else(|| ConfigError::MissingVolume(m.name.clone()))?;
+        let host = match m.sub_path.as_deref() {
+            Some(sp) if !sp.is_empty() => host.join(sp),
+            _ => host,
+        };
+        mounts.push(Mount {
+            container_path: m.mount_path.clone(),
+            host_path: host.display().to_string(),
+            readonly: m.read_only.unwrap_or(false),
+        });
+    }
+    let sc = c.security_context.as_ref();
+    let psc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    Ok(ContainerConfig {
+        name: c.name.clone(),
+        attempt,
+        image: image.to_string(),
+        command,
+        args,
+        working_dir: c.working_dir.clone().unwrap_or_default(),
+        envs: env,
+        mounts,
+        labels,
+        annotations,
+        log_path: format!("{}/{attempt}.log", c.name),
+        stdin: c.stdin.unwrap_or(false),
+        stdin_once: c.stdin_once.unwrap_or(false),
+        tty: c.tty.unwrap_or(false),
+        resources: cgroups::container_resources(c, qos(pod), ctx.memory_capacity),
+        privileged: sc.and_then(|s| s.privileged).unwrap_or(false),
+        run_as_user: sc
+            .and_then(|s| s.run_as_user)
+            .or_else(|| psc.and_then(|s| s.run_as_user)),
+        run_as_group: sc
+            .and_then(|s| s.run_as_group)
+            .or_else(|| psc.and_then(|s| s.run_as_group)),
+        readonly_rootfs: sc
+            .and_then(|s| s.read_only_root_filesystem)
+            .unwrap_or(false),
+        target_container_id: None,
+    })
+}
+
+/// Makes the directories of emptyDir volumes (hostPath is the user's).
+pub fn prepare_volumes(ctx: &NodeContext, pod: &Pod) -> std::io::Result<()> {
+    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        if v.empty_dir.is_some()
+            && let Some(p) = volume_host_path(ctx, pod, &v.name)
+        {
+            std::fs::create_dir_all(&p)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the pod's directory (volumes) and logs.
+pub fn remove_pod_dirs(ctx: &NodeContext, pod: &Pod) {
+    for d in [pod_dir(ctx, pod), log_dir(ctx, pod)] {
+        if Path::new(&d).exists() {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> NodeContext {
+        NodeContext {
+            pods_dir: "/d/pods".into(),
+            logs_dir: "/d/logs".into(),
+            cluster_dns: vec!["10.43.0.10".into()],
+            cluster_domain: "cluster.local".into(),
+            memory_capacity: 1 << 30,
+        }
+    }
+
+    fn pod(yaml: serde_json::Value) -> Pod {
+        serde_json::from_value(yaml).unwrap()
+    }
+
+    #[test]
+    fn sandbox_gets_identity_labels_dns_ports_and_qos_cgroup() {
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns1", "uid": "u1", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox",
+                "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81}]}]}
+        }));
+        let s = sandbox_config(&ctx(), &p, 0);
+        assert_eq!(s.labels["app"], "web");
+        assert_eq!(s.labels[LABEL_POD_UID], "u1");
+        assert_eq!(s.hostname, "web");
+        assert_eq!(s.log_directory, "/d/logs/ns1_web_u1");
+        assert_eq!(s.cgroup_parent, "berth/besteffort/podu1");
+        assert_eq!(s.port_mappings.len(), 1);
+        assert_eq!(s.port_mappings[0].host_port, 8080);
+        let dns = s.dns.unwrap();
+        assert_eq!(dns.servers, vec!["10.43.0.10"]);
+        assert_eq!(dns.searches[0], "ns1.svc.cluster.local");
+        assert_eq!(dns.options, vec!["ndots:5"]);
+    }
+
+    #[test]
+    fn dns_policy_default_and_host_network_use_the_nodes_resolv_conf() {
+        for spec in [
+            serde_json::json!({"dnsPolicy": "Default", "containers": []}),
+            serde_json::json!({"hostNetwork": true, "containers": []}),
+        ] {
+            let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u"}, "spec": spec}));
+            assert!(sandbox_config(&ctx(), &p, 0).dns.is_none());
+        }
+    }
+
+    #[test]
+    fn container_config_mounts_volumes_and_labels_the_attempt() {
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns1", "uid": "u1"},
+            "spec": {
+                "volumes": [{"name": "scratch", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/srv"}}],
+                "containers": [{"name": "c", "image": "busybox",
+                  "volumeMounts": [{"name": "scratch", "mountPath": "/s"},
+                                   {"name": "h", "mountPath": "/h", "subPath": "x", "readOnly": true}],
+                  "resources": {"limits": {"memory": "64Mi"}}}]}
+        }));
+        let c = &p.spec.as_ref().unwrap().containers[0];
+        let cfg = container_config(
+            &ctx(),
+            &p,
+            c,
+            2,
+            "sha256:x",
+            vec![],
+            vec!["sh".into()],
+            vec![],
+        )
+        .unwrap();
+        assert_eq!(cfg.log_path, "c/2.log");
+        assert_eq!(cfg.labels[LABEL_CONTAINER_NAME], "c");
+        assert_eq!(
+            cfg.mounts[0].host_path,
+            "/d/pods/u1/volumes/kubernetes.io~empty-dir/scratch"
+        );
+        assert_eq!(cfg.mounts[1].host_path, "/srv/x");
+        assert!(cfg.mounts[1].readonly);
+        assert_eq!(cfg.resources.memory_limit_in_bytes, 64 << 20);
+        let mut bad = c.clone();
+        bad.volume_mounts.as_mut().unwrap()[0].name = "nope".into();
+        assert_eq!(
+            container_config(&ctx(), &p, &bad, 0, "i", vec![], vec![], vec![]),
+            Err(ConfigError::MissingVolume("nope".into()))
+        );
+    }
+}

@@ -1,0 +1,896 @@
+//! One task per pod: drives the runtime towards the pod's spec (sandbox, init
+//! containers in order, containers, restarts with back-off), reports status
+//! through `pods/<name>/status`, and on deletion stops everything gracefully
+//! and confirms with a grace-0 delete (the API server waits for that).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_runtime::events::{EventType, Recorder};
+use chrono::{SecondsFormat, Utc};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, ObjectReference, Pod, Secret};
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
+use super::status::{self, ContainerView};
+use crate::backoff::{self, Backoff};
+use crate::envvars;
+use crate::runtime::{
+    ContainerState, ContainerStatus, Filter, Runtime, RuntimeError, SandboxConfig, SandboxState,
+};
+
+/// What every worker shares.
+pub struct Shared {
+    pub client: Client,
+    pub runtime: Arc<dyn Runtime>,
+    pub ctx: NodeContext,
+    pub node_name: String,
+    pub host_ip: String,
+    pub recorder: Recorder,
+    pub backoff: Mutex<Backoff>,
+    /// How often a pod is re-synced without changes (container exits, back-off
+    /// expiry): upstream's PLEG relists every second.
+    pub resync: Duration,
+    /// Longest a deleted pod's containers get (caps terminationGracePeriodSeconds).
+    pub max_grace: Duration,
+}
+
+impl Shared {
+    fn backoff(&self) -> std::sync::MutexGuard<'_, Backoff> {
+        self.backoff.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The per-pod worker's memory between syncs.
+struct Worker {
+    shared: Arc<Shared>,
+    uid: String,
+    sandbox: Option<(String, SandboxConfig)>,
+    ips: Vec<String>,
+    waiting: HashMap<String, (String, String)>,
+    last_patch: Option<Value>,
+    terminal: bool,
+    sandbox_error: Option<String>,
+}
+
+fn container_ref(pod: &Pod, c: &str, init: bool) -> ObjectReference {
+    let (name, ns, uid) = podspec::meta(pod);
+    let list = if init { "initContainers" } else { "containers" };
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name.into()),
+        namespace: Some(ns.into()),
+        uid: Some(uid.into()),
+        resource_version: pod.metadata.resource_version.clone(),
+        field_path: Some(format!("spec.{list}{{{c}}}")),
+    }
+}
+
+fn restart_policy(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always")
+}
+
+/// Should an exited container be started again (upstream's `ShouldContainerBeRestarted`)?
+fn should_restart(policy: &str, exit_code: i32) -> bool {
+    match policy {
+        "Never" => false,
+        "OnFailure" => exit_code != 0,
+        _ => true,
+    }
+}
+
+/// The image pull policy, with upstream's default when the API left it unset.
+fn pull_policy(c: &Container) -> &str {
+    if let Some(p) = c.image_pull_policy.as_deref() {
+        return p;
+    }
+    let image = c.image.as_deref().unwrap_or("");
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') || (last.contains(':') && !last.ends_with(":latest")) {
+        "IfNotPresent"
+    } else {
+        "Always"
+    }
+}
+
+/// Runs one pod's worker until its pod is gone from the API and the runtime.
+pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Option<Pod>>) {
+    let mut w = Worker {
+        shared: shared.clone(),
+        uid,
+        sandbox: None,
+        ips: Vec::new(),
+        waiting: HashMap::new(),
+        last_patch: None,
+        terminal: false,
+        sandbox_error: None,
+    };
+    let mut last: Option<Pod> = None;
+    loop {
+        let current = rx.borrow_and_update().clone();
+        match current {
+            None => {
+                // Gone from the API without our confirmation (force delete).
+                w.teardown(last.as_ref(), Duration::ZERO).await;
+                return;
+            }
+            Some(pod) if pod.metadata.deletion_timestamp.is_some() => {
+                w.terminate(&pod).await;
+                return;
+            }
+            Some(pod) => {
+                w.sync(&pod).await;
+                last = Some(pod);
+            }
+        }
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() {
+                // The agent dropped this worker (shutdown): leave containers running.
+                return;
+            },
+            _ = tokio::time::sleep(shared.resync) => {}
+        }
+    }
+}
+
+impl Worker {
+    fn rt(&self) -> &dyn Runtime {
+        self.shared.runtime.as_ref()
+    }
+
+    fn uid_filter(&self) -> Filter {
+        let mut labels = BTreeMap::new();
+        labels.insert(LABEL_POD_UID.to_string(), self.uid.clone());
+        Filter {
+            sandbox_id: None,
+            labels,
+        }
+    }
+
+    async fn ensure_sandbox(&mut self, pod: &Pod) -> bool {
+        if let Some((id, _)) = &self.sandbox {
+            match self.rt().sandbox_status(id).await {
+                Ok(s) if s.state == SandboxState::Ready => return true,
+                Ok(_) | Err(RuntimeError::NotFound(_)) => {
+                    info!(pod = %self.uid, "sandbox is not ready; recreating it");
+                    self.sandbox = None;
+                }
+                Err(e) => {
+                    warn!(error = %e, "sandbox status");
+                    return false;
+                }
+            }
+        }
+        // After an agent restart: adopt this pod's ready sandbox.
+        let existing = self
+            .rt()
+            .list_sandboxes(&self.uid_filter())
+            .await
+            .unwrap_or_default();
+        let mut attempt = 0;
+        for s in &existing {
+            attempt = attempt.max(s.attempt + 1);
+            if s.state == SandboxState::Ready
+                && let Ok(st) = self.rt().sandbox_status(&s.id).await
+            {
+                self.ips = st.ips;
+                self.sandbox = Some((
+                    s.id.clone(),
+                    podspec::sandbox_config(&self.shared.ctx, pod, s.attempt),
+                ));
+                return true;
+            }
+        }
+        // Containers of a dead sandbox cannot be restarted in place.
+        for s in &existing {
+            let _ = self.rt().stop_sandbox(&s.id).await;
+        }
+        if let Err(e) = podspec::prepare_volumes(&self.shared.ctx, pod) {
+            self.sandbox_failed(pod, &e.to_string());
+            return false;
+        }
+        let cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
+        let _ = std::fs::create_dir_all(&cfg.log_directory);
+        match self.rt().run_sandbox(&cfg).await {
+            Ok(id) => {
+                self.ips = match self.rt().sandbox_status(&id).await {
+                    Ok(s) => s.ips,
+                    Err(_) => Vec::new(),
+                };
+                self.sandbox = Some((id, cfg));
+                self.sandbox_error = None;
+                true
+            }
+            Err(e) => {
+                self.sandbox_failed(pod, &e.to_string());
+                false
+            }
+        }
+    }
+
+    fn sandbox_failed(&mut self, pod: &Pod, err: &str) {
+        let msg = format!("Failed to create pod sandbox: {err}");
+        if self.sandbox_error.as_deref() != Some(msg.as_str()) {
+            self.shared.recorder.event(
+                pod,
+                EventType::Warning,
+                "FailedCreatePodSandBox",
+                msg.clone(),
+            );
+        }
+        warn!(pod = %self.uid, error = %err, "sandbox creation failed");
+        self.sandbox_error = Some(msg);
+    }
+
+    /// Latest and previous instance of every container of the pod.
+    async fn views(&self) -> HashMap<String, ContainerView> {
+        let mut by_name: HashMap<String, Vec<ContainerStatus>> = HashMap::new();
+        let list = self
+            .rt()
+            .list_containers(&self.uid_filter())
+            .await
+            .unwrap_or_default();
+        for c in list {
+            let name = c
+                .labels
+                .get(LABEL_CONTAINER_NAME)
+                .cloned()
+                .unwrap_or(c.name.clone());
+            by_name.entry(name).or_default().push(c);
+        }
+        let mut out = HashMap::new();
+        for (name, mut list) in by_name {
+            list.sort_by_key(|c| std::cmp::Reverse((c.attempt, c.created_at)));
+            let mut detailed = Vec::new();
+            for c in list.iter().take(2) {
+                if let Ok(mut s) = self.rt().container_status(&c.id).await {
+                    s.sandbox_id = c.sandbox_id.clone();
+                    detailed.push(s);
+                }
+            }
+            let mut it = detailed.into_iter();
+            out.insert(
+                name,
+                ContainerView {
+                    latest: it.next(),
+                    previous: it.next(),
+                    ..Default::default()
+                },
+            );
+        }
+        out
+    }
+
+    async fn sync(&mut self, pod: &Pod) {
+        let phase_now = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or("");
+        if self.terminal || phase_now == "Succeeded" || phase_now == "Failed" {
+            // Terminal pods keep their containers (for logs) but no sandbox.
+            if !self.terminal {
+                self.terminal = true;
+                self.stop_sandboxes().await;
+            }
+            return;
+        }
+        let sandbox_ok = self.ensure_sandbox(pod).await;
+        let policy = restart_policy(pod).to_string();
+        let spec = pod.spec.clone().unwrap_or_default();
+        let init = spec.init_containers.clone().unwrap_or_default();
+        let mut views = self.views().await;
+        if sandbox_ok {
+            // Init containers one at a time, in order; regular ones after all succeeded.
+            let mut init_done = true;
+            for c in &init {
+                let v = views.get(&c.name).cloned().unwrap_or_default();
+                match &v.latest {
+                    Some(l) if l.state == ContainerState::Exited && l.exit_code == 0 => continue,
+                    Some(l) if l.state == ContainerState::Exited => {
+                        if policy != "Never" {
+                            self.restart(pod, c, l, true).await;
+                        }
+                    }
+                    Some(_) => {}
+                    None => self.start(pod, c, 0, true).await,
+                }
+                init_done = false;
+                break;
+            }
+            if init_done {
+                for c in &spec.containers {
+                    let v = views.get(&c.name).cloned().unwrap_or_default();
+                    match &v.latest {
+                        None => self.start(pod, c, 0, false).await,
+                        Some(l) if l.state == ContainerState::Exited => {
+                            if should_restart(&policy, l.exit_code) {
+                                self.restart(pod, c, l, false).await;
+                            }
+                        }
+                        Some(l) if l.state == ContainerState::Running => {
+                            self.waiting.remove(&c.name);
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            views = self.views().await;
+        }
+        self.report(pod, &init, &spec.containers, views, sandbox_ok)
+            .await;
+    }
+
+    async fn restart(&mut self, pod: &Pod, c: &Container, last: &ContainerStatus, init: bool) {
+        let (name, ns, uid) = podspec::meta(pod);
+        let key = backoff::container_key(name, ns, uid, &c.name, "");
+        let finished = last.finished_at.unwrap_or_else(Utc::now);
+        let pod_fmt = backoff::format_pod(name, ns, uid);
+        let verdict = {
+            let mut b = self.shared.backoff();
+            backoff::restart_allowed(&mut b, &key, finished, Utc::now(), &c.name, &pod_fmt)
+        };
+        match verdict {
+            Err(msg) => {
+                let fresh = self
+                    .waiting
+                    .get(&c.name)
+                    .is_none_or(|(r, _)| r != backoff::CRASH_LOOP_BACK_OFF);
+                if fresh {
+                    self.shared.recorder.event(
+                        &container_ref(pod, &c.name, init),
+                        EventType::Warning,
+                        backoff::EVENT_BACK_OFF,
+                        backoff::crash_loop_event(&c.name, &pod_fmt),
+                    );
+                }
+                self.waiting
+                    .insert(c.name.clone(), (backoff::CRASH_LOOP_BACK_OFF.into(), msg));
+            }
+            Ok(()) => self.start(pod, c, last.attempt + 1, init).await,
+        }
+    }
+
+    /// Pulls per the pull policy; the image reference, or the waiting reason set.
+    async fn ensure_image(&mut self, pod: &Pod, c: &Container, init: bool) -> Option<String> {
+        let image = c.image.clone().unwrap_or_default();
+        let cref = container_ref(pod, &c.name, init);
+        let shared = self.shared.clone();
+        let rec = &shared.recorder;
+        let present = self.rt().image_status(&image).await.ok().flatten();
+        let policy = pull_policy(c).to_string();
+        if policy == "Never" {
+            return match present {
+                Some(i) => Some(i.id),
+                None => {
+                    let msg = format!(
+                        "Container image {image:?} is not present with pull policy of Never"
+                    );
+                    rec.event(&cref, EventType::Warning, "ErrImageNeverPull", msg.clone());
+                    self.waiting
+                        .insert(c.name.clone(), ("ErrImageNeverPull".into(), msg));
+                    None
+                }
+            };
+        }
+        if policy == "IfNotPresent"
+            && let Some(i) = present
+        {
+            rec.event(
+                &cref,
+                EventType::Normal,
+                "Pulled",
+                format!("Container image {image:?} already present on machine"),
+            );
+            return Some(i.id);
+        }
+        let key = backoff::image_key(&self.uid, &image);
+        if self
+            .shared
+            .backoff()
+            .is_in_backoff_since_update(&key, Utc::now())
+        {
+            let prev = self
+                .waiting
+                .get(&c.name)
+                .filter(|(r, _)| r == backoff::ERR_IMAGE_PULL || r == backoff::IMAGE_PULL_BACK_OFF)
+                .map(|(_, m)| m.clone());
+            let msg = backoff::image_backoff_message(&image, None);
+            rec.event(
+                &cref,
+                EventType::Normal,
+                backoff::EVENT_BACK_OFF,
+                msg.clone(),
+            );
+            let waiting_msg = match prev {
+                Some(p) if !p.starts_with("Back-off pulling image") => {
+                    backoff::image_backoff_message(&image, Some(&p))
+                }
+                Some(p) => p,
+                None => msg,
+            };
+            self.waiting.insert(
+                c.name.clone(),
+                (backoff::IMAGE_PULL_BACK_OFF.into(), waiting_msg),
+            );
+            return None;
+        }
+        rec.event(
+            &cref,
+            EventType::Normal,
+            "Pulling",
+            format!("Pulling image {image:?}"),
+        );
+        let started = Instant::now();
+        match self.rt().pull_image(&image).await {
+            Ok(r) => {
+                let took = backoff::go_duration(started.elapsed());
+                rec.event(
+                    &cref,
+                    EventType::Normal,
+                    "Pulled",
+                    format!(
+                        "Successfully pulled image {image:?} in {took} ({took} including waiting)"
+                    ),
+                );
+                Some(r)
+            }
+            // No registry is reachable from these machines: an image that is
+            // present locally is used when a re-pull (policy Always) cannot reach one.
+            Err(RuntimeError::ImagePull(_)) if present.is_some() => present.map(|i| i.id),
+            Err(e) => {
+                let err = e.to_string();
+                rec.event(
+                    &cref,
+                    EventType::Warning,
+                    "Failed",
+                    format!("Failed to pull image {image:?}: {err}"),
+                );
+                rec.event(&cref, EventType::Warning, "Failed", "Error: ErrImagePull");
+                let now = Utc::now();
+                self.shared.backoff().next(&key, now, now);
+                self.waiting
+                    .insert(c.name.clone(), (backoff::ERR_IMAGE_PULL.into(), err));
+                None
+            }
+        }
+    }
+
+    async fn env_sources(
+        &self,
+        pod: &Pod,
+        c: &Container,
+    ) -> (BTreeMap<String, ConfigMap>, BTreeMap<String, Secret>) {
+        let ns = podspec::meta(pod).1;
+        let (cms, secrets) = envvars::referenced_objects(c);
+        let mut cm_map = BTreeMap::new();
+        let mut sec_map = BTreeMap::new();
+        let cm_api: Api<ConfigMap> = Api::namespaced(self.shared.client.clone(), ns);
+        for n in cms {
+            if let Ok(Some(cm)) = cm_api.get_opt(&n).await {
+                cm_map.insert(n, cm);
+            }
+        }
+        let s_api: Api<Secret> = Api::namespaced(self.shared.client.clone(), ns);
+        for n in secrets {
+            if let Ok(Some(s)) = s_api.get_opt(&n).await {
+                sec_map.insert(n, s);
+            }
+        }
+        (cm_map, sec_map)
+    }
+
+    async fn start(&mut self, pod: &Pod, c: &Container, attempt: u32, init: bool) {
+        let Some((sandbox_id, sandbox_cfg)) = self.sandbox.clone() else {
+            return;
+        };
+        let cref = container_ref(pod, &c.name, init);
+        let Some(image) = self.ensure_image(pod, c, init).await else {
+            return;
+        };
+        let (cms, secrets) = self.env_sources(pod, c).await;
+        let host_ips = vec![self.shared.host_ip.clone()];
+        let empty = BTreeMap::new();
+        let sources = envvars::EnvSources {
+            config_maps: &cms,
+            secrets: &secrets,
+            pod_ips: &self.ips,
+            host_ips: &host_ips,
+            node_allocatable: &empty,
+            service_env: &BTreeMap::new(),
+        };
+        let env = match envvars::make_environment(pod, c, &sources) {
+            Ok(e) => e,
+            Err(e) => {
+                self.config_error(&cref, c, &e.to_string());
+                return;
+            }
+        };
+        let (command, args) = envvars::expand_command_and_args(c, &env);
+        let cfg = match podspec::container_config(
+            &self.shared.ctx,
+            pod,
+            c,
+            attempt,
+            &image,
+            env.vars,
+            command,
+            args,
+        ) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                self.config_error(&cref, c, &e.to_string());
+                return;
+            }
+        };
+        let shared = self.shared.clone();
+        let rec = &shared.recorder;
+        let id = match self
+            .rt()
+            .create_container(&sandbox_id, &cfg, &sandbox_cfg)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                rec.event(&cref, EventType::Warning, "Failed", format!("Error: {e}"));
+                self.waiting.insert(
+                    c.name.clone(),
+                    ("CreateContainerError".into(), e.to_string()),
+                );
+                return;
+            }
+        };
+        rec.event(
+            &cref,
+            EventType::Normal,
+            "Created",
+            format!("Created container: {}", c.name),
+        );
+        match self.rt().start_container(&id).await {
+            Ok(()) => {
+                rec.event(
+                    &cref,
+                    EventType::Normal,
+                    "Started",
+                    format!("Started container {}", c.name),
+                );
+                self.waiting.remove(&c.name);
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                rec.event(&cref, EventType::Warning, "Failed", format!("Error: {msg}"));
+                self.waiting
+                    .insert(c.name.clone(), ("RunContainerError".into(), msg));
+            }
+        }
+        self.prune_dead(&c.name, attempt).await;
+    }
+
+    fn config_error(&mut self, cref: &ObjectReference, c: &Container, msg: &str) {
+        self.shared
+            .recorder
+            .event(cref, EventType::Warning, "Failed", format!("Error: {msg}"));
+        self.waiting.insert(
+            c.name.clone(),
+            ("CreateContainerConfigError".into(), msg.to_string()),
+        );
+    }
+
+    /// Keeps the newest dead instance (lastState, `logs --previous`); removes older ones.
+    async fn prune_dead(&self, name: &str, attempt: u32) {
+        let mut f = self.uid_filter();
+        f.labels.insert(LABEL_CONTAINER_NAME.into(), name.into());
+        for c in self.rt().list_containers(&f).await.unwrap_or_default() {
+            if c.attempt + 1 < attempt {
+                let _ = self.rt().remove_container(&c.id).await;
+            }
+        }
+    }
+
+    async fn report(
+        &mut self,
+        pod: &Pod,
+        init: &[Container],
+        containers: &[Container],
+        mut views: HashMap<String, ContainerView>,
+        sandbox_ready: bool,
+    ) {
+        for (name, w) in &self.waiting {
+            views.entry(name.clone()).or_default().waiting = Some(w.clone());
+        }
+        // A waiting reason is stale once the container runs again.
+        for v in views.values_mut() {
+            if v.latest
+                .as_ref()
+                .is_some_and(|l| l.state == ContainerState::Running)
+            {
+                v.waiting = None;
+            }
+        }
+        let empty = ContainerView::default();
+        let pair = |cs: &[Container]| -> Vec<(Container, ContainerView)> {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c.clone(),
+                        views.get(&c.name).cloned().unwrap_or_else(|| empty.clone()),
+                    )
+                })
+                .collect()
+        };
+        let init_v = pair(init);
+        let main_v = pair(containers);
+        let init_refs: Vec<(&Container, &ContainerView)> =
+            init_v.iter().map(|(c, v)| (c, v)).collect();
+        let main_refs: Vec<(&Container, &ContainerView)> =
+            main_v.iter().map(|(c, v)| (c, v)).collect();
+        let phase = status::phase(&init_refs, &main_refs, restart_policy(pod));
+        let sandbox_ready = sandbox_ready && (phase != "Succeeded" && phase != "Failed");
+        let conditions = status::conditions(
+            sandbox_ready,
+            &init_refs,
+            &main_refs,
+            phase,
+            &status::previous_conditions(pod),
+            Utc::now(),
+        );
+        let start_time = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .map(|t| t.0.to_string())
+            .unwrap_or_else(|| Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
+        let mut st = json!({
+            "phase": phase,
+            "conditions": conditions,
+            "hostIP": self.shared.host_ip,
+            "hostIPs": [{"ip": self.shared.host_ip}],
+            "startTime": start_time,
+            "qosClass": match podspec::qos(pod) {
+                crate::cgroups::Qos::Guaranteed => "Guaranteed",
+                crate::cgroups::Qos::Burstable => "Burstable",
+                crate::cgroups::Qos::BestEffort => "BestEffort",
+            },
+            "containerStatuses": main_refs.iter().map(|(c, v)| status::container_status(c, v)).collect::<Vec<_>>(),
+        });
+        if !init.is_empty() {
+            st["initContainerStatuses"] = json!(
+                init_refs
+                    .iter()
+                    .map(|(c, v)| status::container_status(c, v))
+                    .collect::<Vec<_>>()
+            );
+        }
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        let ips: Vec<String> = if host_network {
+            vec![self.shared.host_ip.clone()]
+        } else {
+            self.ips.clone()
+        };
+        if let Some(first) = ips.first() {
+            st["podIP"] = json!(first);
+            st["podIPs"] = json!(ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>());
+        }
+        // Transition times change only with statuses, so an unchanged status
+        // serialises identically and is not re-sent.
+        if self.last_patch.as_ref() != Some(&st) {
+            let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), podspec::meta(pod).1);
+            let name = podspec::meta(pod).0;
+            match api
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(json!({"status": st})),
+                )
+                .await
+            {
+                Ok(_) => self.last_patch = Some(st),
+                Err(e) => debug!(pod = %name, error = %e, "pod status patch failed"),
+            }
+        }
+        if phase == "Succeeded" || phase == "Failed" {
+            self.terminal = true;
+            self.stop_sandboxes().await;
+        }
+    }
+
+    async fn stop_sandboxes(&mut self) {
+        for s in self
+            .rt()
+            .list_sandboxes(&self.uid_filter())
+            .await
+            .unwrap_or_default()
+        {
+            let _ = self.rt().stop_sandbox(&s.id).await;
+        }
+    }
+
+    /// Stops the pod's containers (SIGTERM, then SIGKILL after `grace`), then
+    /// removes containers, sandboxes (and so CNI allocations), cgroups and dirs.
+    async fn teardown(&mut self, pod: Option<&Pod>, grace: Duration) {
+        let containers = self
+            .rt()
+            .list_containers(&self.uid_filter())
+            .await
+            .unwrap_or_default();
+        let stops = containers
+            .iter()
+            .filter(|c| c.state == ContainerState::Running)
+            .map(|c| {
+                if let Some(p) = pod {
+                    let name = c
+                        .labels
+                        .get(LABEL_CONTAINER_NAME)
+                        .cloned()
+                        .unwrap_or_default();
+                    self.shared.recorder.event(
+                        &container_ref(p, &name, false),
+                        EventType::Normal,
+                        "Killing",
+                        format!("Stopping container {name}"),
+                    );
+                }
+                self.rt().stop_container(&c.id, grace)
+            });
+        for r in futures::future::join_all(stops).await {
+            if let Err(e) = r {
+                warn!(error = %e, "stopping a container");
+            }
+        }
+        self.final_status(pod).await;
+        for s in self
+            .rt()
+            .list_sandboxes(&self.uid_filter())
+            .await
+            .unwrap_or_default()
+        {
+            if let Err(e) = self.rt().stop_sandbox(&s.id).await {
+                warn!(error = %e, "stopping a sandbox");
+            }
+            if let Err(e) = self.rt().remove_sandbox(&s.id).await {
+                warn!(error = %e, "removing a sandbox");
+            }
+        }
+        for c in self
+            .rt()
+            .list_containers(&self.uid_filter())
+            .await
+            .unwrap_or_default()
+        {
+            let _ = self.rt().remove_container(&c.id).await;
+        }
+        if let Some(p) = pod {
+            crate::cgroups::remove_pod_cgroups(podspec::qos(p), &self.uid);
+            podspec::remove_pod_dirs(&self.shared.ctx, p);
+        }
+        self.sandbox = None;
+    }
+
+    /// The containers' final states, posted before the pod is released.
+    async fn final_status(&mut self, pod: Option<&Pod>) {
+        let Some(pod) = pod else { return };
+        if pod.metadata.deletion_timestamp.is_none() {
+            return;
+        }
+        let spec = pod.spec.clone().unwrap_or_default();
+        let views = self.views().await;
+        let statuses: Vec<Value> = spec
+            .containers
+            .iter()
+            .map(|c| status::container_status(c, &views.get(&c.name).cloned().unwrap_or_default()))
+            .collect();
+        let all_ok = views
+            .values()
+            .all(|v| v.latest.as_ref().is_none_or(|l| l.exit_code == 0));
+        let was_terminal = matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded") | Some("Failed")
+        );
+        let mut st = json!({ "containerStatuses": statuses });
+        if !was_terminal {
+            st["phase"] = json!(if all_ok { "Succeeded" } else { "Failed" });
+        }
+        let now = Utc::now();
+        st["conditions"] = json!(
+            status::conditions(
+                false,
+                &[],
+                &[],
+                "Failed",
+                &status::previous_conditions(pod),
+                now
+            )
+            .into_iter()
+            .filter(|c| c["type"] != "Initialized")
+            .collect::<Vec<_>>()
+        );
+        let (name, ns, _) = podspec::meta(pod);
+        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
+        let _ = api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(json!({"status": st})),
+            )
+            .await;
+    }
+
+    /// Graceful deletion: stop within the pod's grace period, clean up, then
+    /// confirm with a grace-0 delete guarded by the pod's uid.
+    async fn terminate(&mut self, pod: &Pod) {
+        let grace = pod
+            .metadata
+            .deletion_grace_period_seconds
+            .or_else(|| {
+                pod.spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds)
+            })
+            .unwrap_or(30)
+            .max(0) as u64;
+        let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+        self.teardown(Some(pod), grace).await;
+        let (name, ns, uid) = podspec::meta(pod);
+        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
+        let dp = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match api.delete(name, &dp).await {
+            Ok(_) => debug!(pod = %name, "pod deleted"),
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => warn!(pod = %name, error = %e, "confirming pod deletion failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_policy_decides_restarts() {
+        for (policy, code, want) in [
+            ("Always", 0, true),
+            ("Always", 1, true),
+            ("OnFailure", 0, false),
+            ("OnFailure", 2, true),
+            ("Never", 1, false),
+        ] {
+            assert_eq!(should_restart(policy, code), want, "{policy} {code}");
+        }
+    }
+
+    #[test]
+    fn pull_policy_defaults_as_upstream() {
+        let c = |image: &str, p: Option<&str>| Container {
+            name: "c".into(),
+            image: Some(image.into()),
+            image_pull_policy: p.map(String::from),
+            ..Default::default()
+        };
+        assert_eq!(pull_policy(&c("busybox", None)), "Always");
+        assert_eq!(pull_policy(&c("busybox:latest", None)), "Always");
+        assert_eq!(pull_policy(&c("busybox:1.36", None)), "IfNotPresent");
+        assert_eq!(pull_policy(&c("localhost:5000/busybox", None)), "Always");
+        assert_eq!(pull_policy(&c("busybox@sha256:abc", None)), "IfNotPresent");
+        assert_eq!(pull_policy(&c("busybox", Some("Never"))), "Never");
+    }
+}
