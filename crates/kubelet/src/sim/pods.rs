@@ -538,11 +538,13 @@ mod tests {
     use super::*;
 
     fn pod(policy: Option<&str>, run: Option<&str>) -> Pod {
-        let mut p = Pod::default();
-        p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
-            restart_policy: policy.map(String::from),
+        let mut p = Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                restart_policy: policy.map(String::from),
+                ..Default::default()
+            }),
             ..Default::default()
-        });
+        };
         if let Some(r) = run {
             p.metadata.annotations =
                 Some([(RUN_SECONDS_ANNOTATION.to_string(), r.to_string())].into());
