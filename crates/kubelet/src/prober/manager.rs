@@ -503,3 +503,279 @@ fn jitter(key: &WorkerKey, period: Duration) -> Duration {
     let ms = period.as_millis().max(1) as u64;
     Duration::from_millis(h.finish() % ms)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The seed's StartupProbe demo on simulated time: a container that
+    //! becomes healthy 15 s after it starts, probed by a strict liveness probe
+    //! (period 5, failureThreshold 1), with and without a startup probe
+    //! (period 3, failureThreshold 30). The test plays the node agent: it
+    //! kills containers on restart requests (the shell ignores SIGTERM, so a
+    //! kill takes the 30 s grace period) and restarts them under
+    //! CrashLoopBackOff.
+
+    use super::*;
+    use crate::backoff::{self, Backoff};
+    use crate::prober::exec::{ExecError, ExecInContainer, ExecOutput};
+    use serde_json::json;
+    use tokio::time::Instant;
+
+    struct SimClock {
+        base: DateTime<Utc>,
+        at: Instant,
+    }
+
+    impl Clock for SimClock {
+        fn now(&self) -> DateTime<Utc> {
+            self.base + chrono::Duration::from_std(self.at.elapsed()).unwrap()
+        }
+    }
+
+    type Starts = Arc<Mutex<HashMap<String, DateTime<Utc>>>>;
+
+    /// `test -f /tmp/healthy`: true 15 s after the container started.
+    struct HealthyAfter15s {
+        clock: Arc<SimClock>,
+        starts: Starts,
+        calls: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl ExecInContainer for HealthyAfter15s {
+        async fn exec_sync(
+            &self,
+            id: &str,
+            cmd: &[String],
+            _: Duration,
+        ) -> Result<ExecOutput, ExecError> {
+            lock(&self.calls).push(format!("{id} {}", cmd.join(" ")));
+            let started = lock(&self.starts)
+                .get(id)
+                .copied()
+                .ok_or(ExecError::Other("no such container".into()))?;
+            let healthy = self.clock.now() - started >= chrono::Duration::seconds(15);
+            Ok(ExecOutput {
+                exit_code: if healthy { 0 } else { 1 },
+                ..Default::default()
+            })
+        }
+    }
+
+    struct Provider(Arc<Mutex<PodStatus>>);
+
+    impl PodStatusProvider for Provider {
+        fn pod_status(&self, _: &str) -> Option<PodStatus> {
+            Some(lock(&self.0).clone())
+        }
+    }
+
+    fn myapp(startup: bool) -> Pod {
+        let exec = json!({"exec": {"command": ["test", "-f", "/tmp/healthy"]}});
+        let mut c = json!({"name": "busybox", "image": "busybox",
+            "command": ["/bin/sh"], "args": ["-c", "sleep 15; touch /tmp/healthy; tail -f /dev/null"],
+            "livenessProbe": {"exec": exec["exec"], "failureThreshold": 1, "periodSeconds": 5}});
+        if startup {
+            c["startupProbe"] =
+                json!({"exec": exec["exec"], "failureThreshold": 30, "periodSeconds": 3});
+        }
+        serde_json::from_value(json!({"metadata": {"name": "myapp-1", "namespace": "default", "uid": "u1"},
+            "spec": {"restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "containers": [c]}}))
+        .unwrap()
+    }
+
+    fn ts(t: DateTime<Utc>) -> String {
+        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    }
+
+    #[derive(Default, Debug)]
+    struct Seen {
+        restarts: u32,
+        kills: Vec<String>,
+        unhealthy: Vec<String>,
+        crash_loop: Vec<String>,
+        started_at: Vec<i64>,
+        became_started: Option<i64>,
+    }
+
+    async fn simulate(pod: Pod, secs: u64) -> Seen {
+        let clock = Arc::new(SimClock {
+            base: Utc::now(),
+            at: Instant::now(),
+        });
+        let starts: Starts = Arc::default();
+        let exec = Arc::new(HealthyAfter15s {
+            clock: clock.clone(),
+            starts: starts.clone(),
+            calls: Mutex::default(),
+        });
+        let status = Arc::new(Mutex::new(
+            serde_json::from_value::<PodStatus>(json!({"phase": "Pending", "podIP": "10.1.0.5"}))
+                .unwrap(),
+        ));
+        // The agent has been up for a while: no start-up jitter.
+        let (m, mut rx) = ProbeManager::with_start(
+            Prober::new(exec.clone()),
+            Arc::new(Provider(status.clone())),
+            clock.clone(),
+            clock.now() - chrono::Duration::hours(1),
+        );
+        m.add_pod(&pod);
+        assert_eq!(
+            m.worker_count(),
+            if pod.spec.as_ref().unwrap().containers[0]
+                .startup_probe
+                .is_some()
+            {
+                2
+            } else {
+                1
+            }
+        );
+
+        let t0 = clock.now();
+        let secs_since = |t: DateTime<Utc>| (t - t0).num_seconds();
+        let end = Instant::now() + Duration::from_secs(secs);
+        let mut seen = Seen::default();
+        let mut b = Backoff::default();
+        let key = backoff::container_key("myapp-1", "default", "u1", "busybox", "h");
+        let pod_name = backoff::format_pod("myapp-1", "default", "u1");
+        // The first container starts 1 s after the pod is added.
+        let mut next_start = Some(Instant::now() + Duration::from_secs(1));
+        let mut dying: Option<Instant> = None;
+        let mut last_finished = t0;
+        let set_status = |running_since: Option<DateTime<Utc>>,
+                          id: &str,
+                          restarts: u32,
+                          waiting: Option<String>| {
+            let state = match (running_since, waiting) {
+                (Some(t), _) => json!({"running": {"startedAt": ts(t)}}),
+                (None, Some(msg)) => {
+                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": msg}})
+                }
+                (None, None) => json!({"terminated": {"exitCode": 137, "reason": "Error"}}),
+            };
+            let mut st = lock(&status);
+            st.phase = Some("Running".into());
+            st.container_statuses = Some(vec![
+                serde_json::from_value(json!({
+                "name": "busybox", "image": "busybox", "imageID": "", "ready": false,
+                "restartCount": restarts, "containerID": id, "state": state}))
+                .unwrap(),
+            ]);
+            m.update_pod_status(&pod, &mut st);
+        };
+        let mut current_id = String::new();
+        loop {
+            let wake = [next_start, dying, Some(end)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap();
+            tokio::select! {
+                u = rx.recv() => match u.unwrap() {
+                    ProberUpdate::Restart(r) => {
+                        assert_eq!(r.container_id, current_id);
+                        assert_eq!(r.grace_period_seconds, 30);
+                        seen.kills.push(r.message);
+                        dying = Some(Instant::now() + Duration::from_secs(30));
+                    }
+                    ProberUpdate::Event { event, .. } => seen.unhealthy.push(format!("{} {}", event.reason, event.message)),
+                    ProberUpdate::Result { probe_type, result, .. } => {
+                        let mut st = lock(&status);
+                        m.update_pod_status(&pod, &mut st);
+                        let started = st.container_statuses.as_ref().unwrap()[0].started == Some(true);
+                        if probe_type == ProbeType::Startup && result == ProbeResult::Success && started && seen.became_started.is_none() {
+                            seen.became_started = Some(secs_since(clock.now()));
+                        }
+                    }
+                },
+                _ = tokio::time::sleep_until(wake) => {
+                    let now = clock.now();
+                    if Instant::now() >= end {
+                        break;
+                    }
+                    if dying.is_some_and(|d| Instant::now() >= d) {
+                        dying = None;
+                        last_finished = now;
+                        set_status(None, &current_id, seen.restarts, None);
+                        next_start = Some(Instant::now());
+                    }
+                    if next_start.is_some_and(|s| Instant::now() >= s) {
+                        next_start = None;
+                        let first = current_id.is_empty();
+                        match if first { Ok(()) } else { backoff::restart_allowed(&mut b, &key, last_finished, now, "busybox", &pod_name) } {
+                            Ok(()) => {
+                                if !first {
+                                    seen.restarts += 1;
+                                }
+                                current_id = format!("containerd://c{}", seen.restarts);
+                                lock(&starts).insert(current_id.clone(), now);
+                                seen.started_at.push(secs_since(now));
+                                set_status(Some(now), &current_id, seen.restarts, None);
+                            }
+                            Err(msg) => {
+                                seen.crash_loop.push(msg.clone());
+                                set_status(None, &current_id, seen.restarts, Some(msg));
+                                let retry = last_finished + chrono::Duration::from_std(b.get(&key)).unwrap();
+                                next_start = Some(Instant::now() + (retry - now).to_std().unwrap_or_default());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        m.remove_pod("u1");
+        seen
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn seed_demo_without_startup_probe_crash_loops() {
+        let seen = simulate(myapp(false), 217).await;
+        // Every container is killed before it becomes healthy at 15 s.
+        assert!(seen.restarts >= 4, "{seen:?}");
+        assert!(
+            seen.kills
+                .iter()
+                .all(|k| k == "Container busybox failed liveness probe, will be restarted"),
+            "{seen:?}"
+        );
+        assert!(seen.kills.len() >= 4);
+        assert!(
+            seen.unhealthy
+                .iter()
+                .all(|e| e == "Unhealthy Liveness probe failed: "),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.crash_loop.first().map(String::as_str),
+            Some("back-off 10s restarting failed container=busybox pod=myapp-1_default(u1)")
+        );
+        assert!(
+            seen.crash_loop
+                .iter()
+                .any(|m| m.starts_with("back-off 40s ")),
+            "{seen:?}"
+        );
+        // The gaps between starts grow with the back-off.
+        let gaps: Vec<i64> = seen.started_at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn seed_demo_with_startup_probe_runs() {
+        let seen = simulate(myapp(true), 120).await;
+        assert_eq!(seen.restarts, 0, "{seen:?}");
+        assert!(seen.kills.is_empty(), "{seen:?}");
+        // Started after the 15 s sleep, on a startup probe tick (every 3 s).
+        let started = seen.became_started.expect("the startup probe succeeded");
+        assert!((16..=19).contains(&started), "{started}");
+        // Only startup failures were reported, never liveness ones.
+        assert!(!seen.unhealthy.is_empty());
+        assert!(
+            seen.unhealthy
+                .iter()
+                .all(|e| e == "Unhealthy Startup probe failed: "),
+            "{seen:?}"
+        );
+    }
+}
