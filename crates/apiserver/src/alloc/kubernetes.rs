@@ -166,8 +166,39 @@ fn overwrite(cur: &Value, want: &Value, keys: &[&str]) -> Option<Value> {
     Some(out)
 }
 
-/// One reconcile of the three objects.
+/// Where upstream keeps the default ServiceCIDR (`kubernetes`).
+pub const SERVICE_CIDR_KEY: &str = "/registry/servicecidrs.networking.k8s.io/kubernetes";
+
+/// The default ServiceCIDR object, as upstream's bootstrap creates it from
+/// `--service-cluster-ip-range`; stored beside the IPAddress records.
+pub fn service_cidr(ranges: ServiceRanges) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+        "metadata": {"name": NAME, "uid": uuid::Uuid::new_v4().to_string(),
+            "creationTimestamp": crate::objects::now_rfc3339(),
+            "finalizers": ["networking.k8s.io/service-cidr-finalizer"]},
+        "spec": {"cidrs": [ranges.cidr.to_string()]},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "",
+            "message": "Kubernetes Service CIDR is ready",
+            "lastTransitionTime": crate::objects::now_rfc3339()}]},
+    })
+}
+
+/// One reconcile of the ServiceCIDR record and the three objects.
 pub async fn ensure(rest: &Rest, ranges: ServiceRanges, ep: ApiEndpoint) -> ApiResult<()> {
+    if rest.store.get(SERVICE_CIDR_KEY).await?.is_none() {
+        match rest
+            .store
+            .create(
+                SERVICE_CIDR_KEY,
+                crate::objects::encode(&service_cidr(ranges))?,
+            )
+            .await
+        {
+            Ok(_) | Err(berth_store::StoreError::AlreadyExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let svc = service(ranges, ep);
     create_or_reconcile(rest, "", "v1", "services", svc, |cur, want| {
         // Upstream reconciles the ports (and type) only; the IP is immutable.
@@ -252,6 +283,10 @@ mod tests {
             "192.168.1.5"
         );
         assert_eq!(endpoint_slice(ep)["addressType"], "IPv4");
+        assert_eq!(
+            service_cidr(ServiceRanges::default())["spec"]["cidrs"],
+            json!(["10.43.0.0/16"])
+        );
         assert_eq!(
             advertise_address(IpAddr::from([10, 0, 0, 1])).to_string(),
             "10.0.0.1"

@@ -60,7 +60,7 @@ impl FromStr for Cidr {
 
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.to_ip(self.network), self.bits)
+        write!(f, "{}/{}", self.ip_at(self.network), self.bits)
     }
 }
 
@@ -90,7 +90,7 @@ impl Cidr {
         u32::from(if self.v6 { 128 } else { 32 } - self.bits)
     }
 
-    fn to_ip(&self, v: u128) -> IpAddr {
+    fn ip_at(&self, v: u128) -> IpAddr {
         if self.v6 {
             IpAddr::V6(v.into())
         } else {
@@ -132,7 +132,7 @@ impl Cidr {
     /// The `n`th usable address (0 = [`Cidr::first`]), if in range.
     pub fn nth(&self, n: u128) -> Option<IpAddr> {
         let v = self.first().checked_add(n)?;
-        (v <= self.last()).then(|| self.to_ip(v))
+        (v <= self.last()).then(|| self.ip_at(v))
     }
 
     /// Whether `ip` is of this family and inside the network at all.
