@@ -16,6 +16,8 @@ pub mod fields;
 pub mod kubernetes;
 pub mod range;
 pub mod repair;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashSet;
 use std::net::IpAddr;
