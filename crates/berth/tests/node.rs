@@ -1,0 +1,507 @@
+//! The node agent on real containerd: `berth server` with its agent (containerd
+//! started by Berth under the data dir, local busybox/pause images, CNI bridge).
+//! Needs root and `scripts/install-deps` (containerd, runc, CNI plugins,
+//! busybox-static). One agent at a time: agents on one machine share the pod
+//! bridge and the first podCIDR.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::Server;
+
+static ONE_AGENT: Mutex<()> = Mutex::new(());
+
+fn agent_server(tag: &str) -> (Server, std::sync::MutexGuard<'static, ()>) {
+    let guard = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Server::start_with_agent(tag);
+    // The Node registers once containerd and the local images are ready.
+    wait_until(Duration::from_secs(60), "node Ready", || {
+        let out = s.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
+        ]);
+        String::from_utf8_lossy(&out.stdout) == "True"
+    });
+    (s, guard)
+}
+
+fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn jsonpath(s: &Server, pod: &str, path: &str) -> String {
+    let out = s.kubectl(&["get", "pod", pod, "-o", &format!("jsonpath={path}")]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn wait_for(
+    s: &Server,
+    pod: &str,
+    path: &str,
+    limit: Duration,
+    f: impl Fn(&str) -> bool,
+) -> String {
+    let mut last = String::new();
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        last = jsonpath(s, pod, path);
+        if f(&last) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!(
+        "pod {pod}: {path} never matched; last {last:?}\n{}",
+        s.k(&["get", "pod", pod, "-o", "yaml"])
+    );
+}
+
+fn apply(s: &Server, yaml: &str) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(yaml));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pod(name: &str, policy: &str, image: &str, command: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: {policy}
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: {image}
+    command: [\"sh\", \"-c\", {command:?}]
+{extra}"
+    )
+}
+
+/// Deletes every pod and waits for the agent to confirm (it removes sandboxes).
+fn delete_all(s: &Server) {
+    s.k(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
+}
+
+fn runtime_containers(s: &Server) -> Vec<String> {
+    let sock = s.data_dir.join("agent/containerd/containerd.sock");
+    let out = std::process::Command::new("ctr")
+        .arg("--address")
+        .arg(&sock)
+        .args(["-n", "k8s.io", "containers", "ls", "-q"])
+        .output()
+        .expect("ctr");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn allocated_ips(s: &Server) -> Vec<String> {
+    berth_kubelet_ips(&s.data_dir.join("agent/cni/ipam"))
+}
+
+fn berth_kubelet_ips(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("berth"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.parse::<std::net::Ipv4Addr>().is_ok())
+        .collect()
+}
+
+#[test]
+fn busybox_pod_runs_then_completes() {
+    let (s, _g) = agent_server("node-complete");
+    apply(
+        &s,
+        &pod("hello", "Never", "busybox", "echo hello; sleep 2", ""),
+    );
+    wait_for(
+        &s,
+        "hello",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    assert_eq!(
+        jsonpath(
+            &s,
+            "hello",
+            "{.status.conditions[?(@.type==\"Ready\")].status}"
+        ),
+        "True"
+    );
+    wait_for(
+        &s,
+        "hello",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Succeeded",
+    );
+    let state = jsonpath(
+        &s,
+        "hello",
+        "{.status.containerStatuses[0].state.terminated.reason}",
+    );
+    assert_eq!(state, "Completed");
+    assert_eq!(
+        jsonpath(
+            &s,
+            "hello",
+            "{.status.containerStatuses[0].state.terminated.exitCode}"
+        ),
+        "0"
+    );
+    let row = s.k(&["get", "pod", "hello", "--no-headers"]);
+    assert!(row.contains("Completed"), "{row}");
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=hello",
+    ]);
+    for reason in ["Created", "Started"] {
+        assert!(events.contains(reason), "{events}");
+    }
+    delete_all(&s);
+}
+
+#[test]
+fn crashing_container_restarts_into_crash_loop_back_off() {
+    let (s, _g) = agent_server("node-crash");
+    apply(&s, &pod("crash", "Always", "busybox", "exit 1", ""));
+    wait_for(
+        &s,
+        "crash",
+        "{.status.containerStatuses[0].restartCount}",
+        Duration::from_secs(40),
+        |n| n.parse::<u32>().is_ok_and(|n| n >= 2),
+    );
+    wait_for(
+        &s,
+        "crash",
+        "{.status.containerStatuses[0].state.waiting.reason}",
+        Duration::from_secs(30),
+        |r| r == "CrashLoopBackOff",
+    );
+    assert_eq!(
+        jsonpath(
+            &s,
+            "crash",
+            "{.status.containerStatuses[0].lastState.terminated.exitCode}"
+        ),
+        "1"
+    );
+    assert_eq!(
+        jsonpath(
+            &s,
+            "crash",
+            "{.status.containerStatuses[0].lastState.terminated.reason}"
+        ),
+        "Error"
+    );
+    let row = s.k(&["get", "pod", "crash", "--no-headers"]);
+    assert!(row.contains("CrashLoopBackOff"), "{row}");
+    // A missing command: RunContainerError, then the same back-off.
+    apply(
+        &s,
+        &pod("nocmd", "Always", "busybox", "", "").replace("[\"sh\", \"-c\", \"\"]", "[\"/nope\"]"),
+    );
+    wait_for(
+        &s,
+        "nocmd",
+        "{.status.containerStatuses[0].lastState.terminated.reason}",
+        Duration::from_secs(30),
+        |r| r == "StartError",
+    );
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=crash",
+    ]);
+    assert!(
+        events.contains("Back-off restarting failed container c in pod crash"),
+        "{events}"
+    );
+    delete_all(&s);
+}
+
+#[test]
+fn missing_image_gives_err_image_pull_then_image_pull_back_off() {
+    let (s, _g) = agent_server("node-noimage");
+    apply(
+        &s,
+        &pod("noimg", "Always", "nope.invalid/none:1", "true", ""),
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    wait_until(Duration::from_secs(40), "ImagePullBackOff", || {
+        let r = jsonpath(
+            &s,
+            "noimg",
+            "{.status.containerStatuses[0].state.waiting.reason}",
+        );
+        seen.insert(r.clone());
+        r == "ImagePullBackOff"
+    });
+    let msg = jsonpath(
+        &s,
+        "noimg",
+        "{.status.containerStatuses[0].state.waiting.message}",
+    );
+    assert!(
+        msg.starts_with("Back-off pulling image \"nope.invalid/none:1\""),
+        "{msg}"
+    );
+    assert_eq!(jsonpath(&s, "noimg", "{.status.phase}"), "Pending");
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=noimg",
+    ]);
+    assert!(
+        events.contains("Failed to pull image \"nope.invalid/none:1\""),
+        "{events}"
+    );
+    assert!(events.contains("Error: ErrImagePull"), "{events}");
+    // imagePullPolicy Never with an absent image never pulls.
+    apply(
+        &s,
+        &pod("never", "Always", "absent:1", "true", "")
+            .replace("    command:", "    imagePullPolicy: Never\n    command:"),
+    );
+    wait_for(
+        &s,
+        "never",
+        "{.status.containerStatuses[0].state.waiting.reason}",
+        Duration::from_secs(30),
+        |r| r == "ErrImageNeverPull",
+    );
+    delete_all(&s);
+}
+
+#[test]
+fn pods_get_ips_and_reach_each_other() {
+    let (s, _g) = agent_server("node-net");
+    apply(
+        &s,
+        &pod(
+            "web",
+            "Always",
+            "busybox",
+            "echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp",
+            "",
+        ),
+    );
+    let ip = wait_for(
+        &s,
+        "web",
+        "{.status.podIP}",
+        Duration::from_secs(30),
+        |ip| !ip.is_empty(),
+    );
+    let cidr = s.k(&["get", "nodes", "-o", "jsonpath={.items[0].spec.podCIDR}"]);
+    let prefix = cidr.trim_end_matches("0/24");
+    assert!(
+        ip.starts_with(prefix),
+        "pod IP {ip} outside node podCIDR {cidr}"
+    );
+    assert_eq!(jsonpath(&s, "web", "{.status.podIPs[0].ip}"), ip);
+    wait_for(&s, "web", "{.status.phase}", Duration::from_secs(30), |p| {
+        p == "Running"
+    });
+    let script =
+        format!("wget -qO- http://{ip}:8080/index.html | grep -q ok && ping -c 1 -W 2 {ip}");
+    apply(&s, &pod("client", "Never", "busybox", &script, ""));
+    let phase = wait_for(
+        &s,
+        "client",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    assert_eq!(phase, "Succeeded", "client could not reach {ip}");
+    delete_all(&s);
+}
+
+#[test]
+fn deleting_a_pod_removes_its_sandbox_ip_and_cgroup() {
+    let (s, _g) = agent_server("node-delete");
+    apply(&s, &pod("sleeper", "Always", "busybox", "sleep 3600", ""));
+    wait_for(
+        &s,
+        "sleeper",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    let uid = jsonpath(&s, "sleeper", "{.metadata.uid}");
+    assert!(!runtime_containers(&s).is_empty());
+    assert_eq!(allocated_ips(&s).len(), 1);
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let memory = own
+        .lines()
+        .find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+        .unwrap_or_default();
+    let pod_cg = std::path::PathBuf::from(format!(
+        "/sys/fs/cgroup/memory{}/berth/besteffort/pod{uid}",
+        memory.trim_end_matches('/')
+    ));
+    let v1 = std::path::Path::new("/sys/fs/cgroup/memory").is_dir();
+    if v1 {
+        assert!(pod_cg.is_dir(), "{} missing", pod_cg.display());
+    }
+    // sh ignores SIGTERM as PID 1: the grace period (2 s) ends in SIGKILL.
+    let started = Instant::now();
+    s.k(&["delete", "pod", "sleeper", "--wait=true", "--timeout=60s"]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        runtime_containers(&s).is_empty(),
+        "{:?}",
+        runtime_containers(&s)
+    );
+    assert!(allocated_ips(&s).is_empty(), "{:?}", allocated_ips(&s));
+    if v1 {
+        assert!(!pod_cg.exists(), "{} left behind", pod_cg.display());
+    }
+}
+
+#[test]
+fn limits_reach_the_cgroup_and_memory_over_limit_is_oom_killed() {
+    let (s, _g) = agent_server("node-resources");
+    // Guaranteed: cpu 500m → CFS quota 50000/100000; memory 64Mi.
+    let check = "test \"$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)\" = 67108864 \
+                 && test \"$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)\" = 50000 \
+                 && test \"$(cat /sys/fs/cgroup/cpu/cpu.shares)\" = 512";
+    let limits = "    resources:\n      limits: {cpu: 500m, memory: 64Mi}\n";
+    apply(&s, &pod("limits", "Never", "busybox", check, limits));
+    let phase = wait_for(
+        &s,
+        "limits",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    assert_eq!(phase, "Succeeded", "cgroup limits differ from the pod's");
+    assert_eq!(jsonpath(&s, "limits", "{.status.qosClass}"), "Guaranteed");
+    // dd's 64 MiB buffer cannot fit in 16 MiB.
+    let oom = "    resources:\n      limits: {memory: 16Mi}\n";
+    apply(
+        &s,
+        &pod(
+            "oom",
+            "Never",
+            "busybox",
+            "dd if=/dev/zero of=/dev/null bs=64M count=1",
+            oom,
+        ),
+    );
+    let reason = wait_for(
+        &s,
+        "oom",
+        "{.status.containerStatuses[0].state.terminated.reason}",
+        Duration::from_secs(30),
+        |r| !r.is_empty(),
+    );
+    assert_eq!(reason, "OOMKilled");
+    assert_eq!(
+        jsonpath(
+            &s,
+            "oom",
+            "{.status.containerStatuses[0].state.terminated.exitCode}"
+        ),
+        "137"
+    );
+    assert_eq!(jsonpath(&s, "oom", "{.status.phase}"), "Failed");
+    delete_all(&s);
+}
+
+/// Pod startup latency (create → Running seen by a watch):
+/// `cargo test -p berth --test node -- --ignored --nocapture startup_latency`.
+#[test]
+#[ignore = "benchmark"]
+fn startup_latency() {
+    let (s, _g) = agent_server("node-latency");
+    let n: usize = std::env::var("BERTH_PODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let mut child = std::process::Command::new(common::kubectl_path())
+        .args(["--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .args([
+            "get",
+            "pods",
+            "--watch",
+            "--output-watch-events",
+            "-o",
+            "jsonpath={.object.metadata.name} {.object.status.phase}{\"\\n\"}",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<(String, Instant)>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some((name, phase)) = line.split_once(' ')
+                && phase == "Running"
+            {
+                let _ = tx.send((name.to_string(), Instant::now()));
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let mut created = std::collections::HashMap::new();
+    for i in 0..n {
+        let name = format!("lat-{i}");
+        let y = pod(&name, "Always", "busybox", "sleep 3600", "");
+        created.insert(name, Instant::now());
+        let out = s.kubectl_stdin(&["create", "-f", "-"], Some(&y));
+        assert!(out.status.success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut lat = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lat.len() < n && Instant::now() < deadline {
+        if let Ok((name, at)) = rx.recv_timeout(Duration::from_secs(1))
+            && let Some(c) = created.remove(&name)
+        {
+            lat.push(at.duration_since(c));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(lat.len(), n, "not every pod reached Running");
+    lat.sort();
+    let p = |q: f64| lat[((lat.len() as f64 * q).ceil() as usize).clamp(1, lat.len()) - 1];
+    println!(
+        "pod startup latency over {n} pods (create → Running in a watch): p50 {:?} p99 {:?} max {:?}",
+        p(0.5),
+        p(0.99),
+        lat[lat.len() - 1]
+    );
+    delete_all(&s);
+}
