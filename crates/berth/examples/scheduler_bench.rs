@@ -1,17 +1,22 @@
-//! Scheduler throughput, like upstream's SchedulingBasic: N simulated nodes,
-//! M pods created as fast as 16 clients can, time until every pod is bound.
-//! The simulator also runs each bound pod (status updates), so the server does
-//! more work than upstream's benchmark, which never starts pods.
+//! Scheduler throughput, like upstream's scheduler_perf SchedulingBasic:
+//! N nodes created as plain Node objects (capacity, Ready; no agents, so
+//! bound pods never start), then M pods (one container, small requests)
+//! created by concurrent clients. A watch on bound pods timestamps every
+//! binding. Each pod count runs on a fresh `berth server`.
 //!
 //! cargo build --release -p berth --bins --examples && ./target/release/examples/scheduler_bench
-//! (BERTH_BENCH_NODES, default 5000; BERTH_BENCH_PODS, default 10000)
+//! (BERTH_BENCH_NODES, default 5000; BERTH_BENCH_PODS, default "10000,50000";
+//! BERTH_BENCH_CLIENTS, default 32; extra arguments go to `berth server`)
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
 
 mod bench_common;
 
@@ -22,94 +27,200 @@ fn env(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn pod(name: &str) -> anyhow::Result<Pod> {
+fn pod_counts() -> Vec<usize> {
+    std::env::var("BERTH_BENCH_PODS")
+        .unwrap_or_else(|_| "10000,50000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+/// Upstream's node-default.yaml: 4 CPUs, 32 GiB, 110 pods, Ready.
+fn node(name: &str) -> anyhow::Result<Node> {
+    let res = serde_json::json!({"cpu": "4", "memory": "32Gi", "pods": "110"});
     Ok(serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "busybox",
-            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "status": {"capacity": res, "allocatable": res,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "kubelet is posting ready status"}],
+            "phase": "Running"}
     }))?)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let nodes = env("BERTH_BENCH_NODES", 5000);
-    let total = env("BERTH_BENCH_PODS", 10_000);
-    let count = nodes.to_string();
-    let server =
-        bench_common::BenchServer::start("sched-bench", &["--simulate-nodes", &count]).await?;
-    let client = server.client.clone();
-    let node_api: Api<Node> = Api::all(client.clone());
-    let started = Instant::now();
-    loop {
-        let listed = node_api
-            .list_metadata(&ListParams::default())
-            .await?
-            .items
-            .len();
-        if listed >= nodes {
-            break;
-        }
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(600),
-            "only {listed} nodes registered"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    let register = started.elapsed();
-    let pods: Api<Pod> = Api::namespaced(client, "default");
+/// Upstream's pod-default.yaml: one container, 100m CPU and 500Mi.
+fn pod(name: &str) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+            "resources": {"requests": {"cpu": "100m", "memory": "500Mi"},
+                          "limits": {"cpu": "100m", "memory": "500Mi"}}}]}
+    }))?)
+}
+
+/// Runs `f(i)` for i in 0..total on `clients` concurrent tasks.
+async fn concurrently<F, Fut>(total: usize, clients: usize, f: F) -> anyhow::Result<()>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
     let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
+    let f = Arc::new(f);
     let mut tasks = Vec::new();
-    for _ in 0..16 {
-        let pods = pods.clone();
-        let next = next.clone();
+    for _ in 0..clients {
+        let (next, f) = (next.clone(), f.clone());
         tasks.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= total {
                     return Ok::<_, anyhow::Error>(());
                 }
-                pods.create(&PostParams::default(), &pod(&format!("p-{i}"))?)
-                    .await?;
+                f(i).await?;
             }
         }));
     }
     for t in tasks {
         t.await??;
     }
-    let created = started.elapsed();
-    // Unbound pods have an empty spec.nodeName.
-    let unbound = ListParams::default().fields("spec.nodeName=");
-    loop {
-        let left = pods.list_metadata(&unbound).await?.items.len();
-        if left == 0 {
-            break;
-        }
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(1800),
-            "{left} pods never bound"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    Ok(())
+}
+
+struct Run {
+    pods: usize,
+    nodes: usize,
+    nodes_created: Duration,
+    pods_created: Duration,
+    all_bound: Duration,
+    steady: f64,
+}
+
+async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> {
+    let help = std::process::Command::new(
+        std::env::current_exe()?
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|p| p.join("berth"))
+            .ok_or_else(|| anyhow::anyhow!("no target dir"))?,
+    )
+    .args(["server", "--help"])
+    .output()?;
+    let mut flags = vec!["--disable-controller-manager"];
+    if String::from_utf8_lossy(&help.stdout).contains("--disable-agent") {
+        flags.push("--disable-agent");
     }
-    let bound = started.elapsed();
-    println!("| figure | value |");
-    println!("|---|---|");
-    println!(
-        "| simulated nodes registered | {nodes} in {:.1} s |",
-        register.as_secs_f64()
+    let server = bench_common::BenchServer::start("sched-bench", &flags).await?;
+    let client = server.client.clone();
+
+    let node_api: Api<Node> = Api::all(client.clone());
+    let started = Instant::now();
+    concurrently(nodes, clients, move |i| {
+        let api = node_api.clone();
+        async move {
+            api.create(&PostParams::default(), &node(&format!("bench-node-{i}"))?)
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let nodes_created = started.elapsed();
+    // Let the scheduler's informer catch up with the nodes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Every pod that becomes bound enters this watch once (a selector transition).
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let bound_watch = watcher(
+        pods.clone(),
+        watcher::Config::default().fields("spec.nodeName!="),
     );
-    println!(
-        "| pods created (16 clients) | {total} in {:.1} s |",
-        created.as_secs_f64()
-    );
-    println!(
-        "| all pods bound | {:.1} s after the first create |",
-        bound.as_secs_f64()
-    );
-    println!(
-        "| scheduling throughput | {:.0} pods/s |",
-        total as f64 / bound.as_secs_f64()
-    );
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let watch_task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(bound_watch);
+        let mut seen = HashSet::with_capacity(total);
+        let mut at = Vec::with_capacity(total);
+        let mut ready = Some(ready_tx);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    if let Some(n) = p.metadata.name
+                        && seen.insert(n)
+                    {
+                        at.push(Instant::now());
+                        if at.len() == total {
+                            break;
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("watch: {e}"),
+            }
+        }
+        at
+    });
+    ready_rx.await?;
+
+    let started = Instant::now();
+    let creator = pods.clone();
+    concurrently(total, clients, move |i| {
+        let api = creator.clone();
+        async move {
+            api.create(&PostParams::default(), &pod(&format!("p-{i}"))?)
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let pods_created = started.elapsed();
+    let at = tokio::time::timeout(Duration::from_secs(1800), watch_task)
+        .await
+        .map_err(|_| anyhow::anyhow!("pods not all bound within 30 minutes"))??;
+    let all_bound = at.last().map(|t| *t - started).unwrap_or_default();
+    // Steady state: the middle 80% of bindings.
+    let (lo, hi) = (total / 10, total * 9 / 10);
+    let steady = if hi > lo + 1 {
+        (hi - lo) as f64 / (at[hi - 1] - at[lo]).as_secs_f64().max(1e-9)
+    } else {
+        0.0
+    };
     drop(server);
+    Ok(Run {
+        pods: total,
+        nodes,
+        nodes_created,
+        pods_created,
+        all_bound,
+        steady,
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let nodes = env("BERTH_BENCH_NODES", 5000);
+    let clients = env("BERTH_BENCH_CLIENTS", 32);
+    let mut runs = Vec::new();
+    for total in pod_counts() {
+        runs.push(run(nodes, total, clients).await?);
+    }
+    println!(
+        "| nodes | pods | nodes created | pods created ({clients} clients) | first create → last bound | throughput | steady state (10–90%) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for r in runs {
+        println!(
+            "| {} | {} | {:.1} s | {:.1} s ({:.0}/s) | {:.1} s | {:.0} pods/s | {:.0} pods/s |",
+            r.nodes,
+            r.pods,
+            r.nodes_created.as_secs_f64(),
+            r.pods_created.as_secs_f64(),
+            r.pods as f64 / r.pods_created.as_secs_f64(),
+            r.all_bound.as_secs_f64(),
+            r.pods as f64 / r.all_bound.as_secs_f64(),
+            r.steady,
+        );
+    }
     Ok(())
 }

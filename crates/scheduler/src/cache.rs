@@ -37,6 +37,8 @@ pub struct Cache {
     /// Nodes came or went: the snapshot's order must be rebuilt.
     structure_changed: bool,
     images_changed: bool,
+    /// A pod with (anti-)affinity came or went: the snapshot's lists must be redone.
+    affinity_changed: bool,
 }
 
 fn placeholder(name: &str) -> NodeInfo {
@@ -133,6 +135,7 @@ impl Cache {
     }
 
     fn add_to_node(&mut self, node: &str, pi: Arc<PodInfo>) {
+        self.affinity_changed |= pi.has_affinity();
         Arc::make_mut(&mut self.entry(node).info).add_pod_arc(pi);
     }
 
@@ -140,7 +143,16 @@ impl Cache {
         let Some(e) = self.nodes.get_mut(node) else {
             return;
         };
+        let before = (
+            e.info.pods_with_affinity,
+            e.info.pods_with_required_anti_affinity,
+        );
         Arc::make_mut(&mut e.info).remove_pod(key);
+        self.affinity_changed |= before
+            != (
+                e.info.pods_with_affinity,
+                e.info.pods_with_required_anti_affinity,
+            );
         self.changed.insert(node.to_string());
         if !e.present && e.info.pods.is_empty() {
             self.nodes.remove(node);
@@ -235,10 +247,14 @@ impl Cache {
         if self.images_changed {
             snap.refresh_images();
         }
-        snap.refresh_affinity_lists();
+        // The lists hold indices, so a new node order needs them redone too.
+        if self.affinity_changed || self.structure_changed {
+            snap.refresh_affinity_lists();
+        }
         self.changed.clear();
         self.structure_changed = false;
         self.images_changed = false;
+        self.affinity_changed = false;
     }
 }
 
@@ -298,6 +314,36 @@ mod tests {
         assert_eq!(snap.len(), 1);
         assert_eq!(snap.get("a").unwrap().pods.len(), 0);
         assert_eq!(c.pod_count(), 0);
+    }
+
+    #[test]
+    fn affinity_lists_follow_pods_with_terms() {
+        use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, PodAntiAffinity};
+        let mut c = Cache::default();
+        let mut snap = Snapshot::default();
+        for n in ["a", "b"] {
+            c.add_or_update_node(Arc::new(node(n, &[("cpu", "1")])));
+        }
+        c.update_snapshot(&mut snap);
+        assert!(snap.have_pods_with_required_anti_affinity.is_empty());
+        let mut p = pod("anti", &[&[]]);
+        p.spec.as_mut().unwrap().affinity = Some(Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                    topology_key: "kubernetes.io/hostname".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        c.assume_pod(Arc::new(PodInfo::new(p)), "b").unwrap();
+        c.update_snapshot(&mut snap);
+        assert_eq!(snap.have_pods_with_required_anti_affinity, vec![1]);
+        assert_eq!(snap.have_pods_with_affinity, vec![1]);
+        c.forget_pod("default/anti");
+        c.update_snapshot(&mut snap);
+        assert!(snap.have_pods_with_affinity.is_empty());
     }
 
     #[test]

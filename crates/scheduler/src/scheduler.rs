@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
-use berth_runtime::events::{EventSource, EventType, Recorder};
+use berth_runtime::events::{EventSource, EventType, Recorder, RecorderOptions};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Binding, Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -45,6 +45,8 @@ pub const COMPONENT: &str = "default-scheduler";
 pub const CANDIDATES_ANNOTATION: &str = "scheduler.berth.dev/candidates";
 /// Bindings in flight at once; more wait for a slot (the cache already holds them).
 const MAX_CONCURRENT_BINDINGS: usize = 256;
+/// Events waiting to be written before new ones are dropped.
+const EVENT_QUEUE_CAPACITY: usize = 100_000;
 
 struct Shared {
     queue: Mutex<SchedulingQueue>,
@@ -333,7 +335,16 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
     }
     info!(profiles = shared.profiles.len(), "scheduler started");
 
-    let recorder = Recorder::new(client.clone(), EventSource::new(COMPONENT, ""));
+    // Bursts of thousands of pods a second must not drop their Scheduled
+    // events: queue them (writing stays in the recorder's own task).
+    let recorder = Recorder::with_options(
+        client.clone(),
+        EventSource::new(COMPONENT, ""),
+        RecorderOptions {
+            queue_capacity: EVENT_QUEUE_CAPACITY,
+            ..Default::default()
+        },
+    );
     let looper = Looper {
         client: client.clone(),
         recorder,

@@ -107,8 +107,8 @@ impl Default for SearchState {
 
 /// Nodes per work item when filtering in parallel.
 const CHUNK: usize = 32;
-/// Below this many nodes threads cost more than they save.
-const PARALLEL_MIN_NODES: usize = 512;
+/// Below this many nodes to check, starting threads costs more than it saves.
+const PARALLEL_MIN_NODES: usize = 1024;
 
 /// Runs `f` over `0..n` in chunks on up to `parallelism` threads (upstream's
 /// `parallelize.Until`); `f` gets the chunk's range and returns false to stop.
@@ -117,7 +117,7 @@ fn parallelize<T: Send>(
     parallelism: usize,
     f: impl Fn(std::ops::Range<usize>, &mut Vec<T>) -> bool + Sync,
 ) -> Vec<T> {
-    if parallelism <= 1 || n < PARALLEL_MIN_NODES {
+    if parallelism <= 1 {
         let mut out = Vec::new();
         let mut i = 0;
         while i < n {
@@ -220,7 +220,13 @@ impl Framework {
         let start = search.next_start_node_index % n;
         let found = AtomicUsize::new(0);
         let state_ref = &state;
-        let checked = parallelize(n, search.parallelism, |range, out: &mut Vec<Checked>| {
+        // Most nodes usually pass, so about `to_find` get checked.
+        let parallelism = if to_find < PARALLEL_MIN_NODES {
+            1
+        } else {
+            search.parallelism
+        };
+        let checked = parallelize(n, parallelism, |range, out: &mut Vec<Checked>| {
             for i in range {
                 if found.load(Ordering::Relaxed) >= to_find {
                     return false;
@@ -528,9 +534,9 @@ mod tests {
             // The chosen node comes from the evaluated half.
             assert!(r.suggested_host.as_str() >= "n150", "{}", r.suggested_host);
         }
-        // In parallel over 1000 nodes: exactly 42% are kept, the search moves on.
+        // In parallel over 2000 nodes: exactly 60% are kept, the search moves on.
         let many = Snapshot::new(
-            (0..1000)
+            (0..2000)
                 .map(|i| {
                     node_info(
                         node(&format!("m{i:04}"), &[("cpu", "4"), ("pods", "10")]),
@@ -541,12 +547,13 @@ mod tests {
         );
         let mut search = SearchState {
             parallelism: 2,
+            percentage_of_nodes_to_score: Some(60),
             ..Default::default()
         };
         let p = PodInfo::new(pod("p", &[&[("cpu", "1")]]));
         let r = fw.schedule_pod(&p, &many, &mut search).unwrap();
-        assert_eq!(r.feasible_nodes, 420);
-        assert!(search.next_start_node_index >= 420);
+        assert_eq!(r.feasible_nodes, 1200);
+        assert!(search.next_start_node_index >= 1200);
         // Too big for every node: every node was evaluated and reported.
         let mut search = SearchState::default();
         let big = PodInfo::new(pod("big", &[&[("cpu", "8")]]));
