@@ -4,7 +4,7 @@
 //! `startingDeadlineSeconds` and `timeZone` (read from the system zoneinfo;
 //! without `timeZone` the schedule runs in UTC), keeps `status.active`,
 //! `lastScheduleTime` and `lastSuccessfulTime`, and deletes finished Jobs
-//! beyond the history limits. Events are not recorded.
+//! beyond the history limits. Events use upstream's reasons and messages.
 
 pub mod schedule;
 
@@ -23,6 +23,8 @@ use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{info, warn};
 
+use berth_runtime::events::{EventSource, EventType, Recorder};
+
 use crate::Error;
 use crate::replicaset::{controller_ref, owner_ref};
 use schedule::Schedule;
@@ -34,6 +36,7 @@ const TOO_MANY_MISSED: usize = 100;
 
 struct Ctx {
     client: kube::Client,
+    events: Recorder,
 }
 
 pub async fn run(client: kube::Client) {
@@ -41,7 +44,14 @@ pub async fn run(client: kube::Client) {
     let jobs: Api<Job> = Api::all(client.clone());
     Controller::new(cjs, watcher::Config::default())
         .owns(jobs, watcher::Config::default())
-        .run(reconcile, error_policy, Arc::new(Ctx { client }))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                events: Recorder::new(client.clone(), EventSource::new("cronjob-controller", "")),
+                client,
+            }),
+        )
         .for_each(|_| async {})
         .await;
 }
@@ -124,6 +134,27 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .filter(|j| !job_finished(j).0 && j.metadata.deletion_timestamp.is_none())
         .map(job_ref)
         .collect();
+    // Jobs that were active and have finished since.
+    for r in old_status.active.iter().flatten() {
+        if let Some(j) = jobs.iter().find(|j| j.metadata.uid == r.uid)
+            && job_finished(j).0
+        {
+            let cond = if job_finished(j).1 {
+                "Complete"
+            } else {
+                "Failed"
+            };
+            ctx.events.event(
+                cj.as_ref(),
+                EventType::Normal,
+                "SawCompletedJob",
+                format!(
+                    "Saw completed job: {}, condition: {cond}",
+                    j.metadata.name.as_deref().unwrap_or_default()
+                ),
+            );
+        }
+    }
     let mut last_success = old_status.last_successful_time.clone();
     for j in &jobs {
         if job_finished(j).1
@@ -141,8 +172,27 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             Schedule::parse(&spec.schedule),
             time_zone(spec.time_zone.as_deref()),
         ) {
-            (Err(e), _) => warn!(cronjob = %name, error = %e, "unparseable schedule"),
-            (_, Err(e)) => warn!(cronjob = %name, error = %e, "UnknownTimeZone"),
+            (Err(e), _) => {
+                warn!(cronjob = %name, error = %e, "unparseable schedule");
+                ctx.events.event(
+                    cj.as_ref(),
+                    EventType::Warning,
+                    "InvalidSchedule",
+                    format!("invalid schedule: {} : {e}", spec.schedule),
+                );
+            }
+            (_, Err(e)) => {
+                warn!(cronjob = %name, error = %e, "unknown time zone");
+                ctx.events.event(
+                    cj.as_ref(),
+                    EventType::Warning,
+                    "UnknownTimeZone",
+                    format!(
+                        "invalid timeZone: {:?}: {e}",
+                        spec.time_zone.clone().unwrap_or_default()
+                    ),
+                );
+            }
             (Ok(sched), Ok(tz)) => {
                 let created = cj.metadata.creation_timestamp.as_ref().map_or(now, |t| t.0);
                 let mut earliest = last_schedule.as_ref().map_or(created, |t| t.0);
@@ -157,6 +207,12 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                 let (scheduled, missed) = schedule::most_recent(&sched, earliest, now, &tz);
                 if missed > TOO_MANY_MISSED {
                     warn!(cronjob = %name, missed, "too many missed start times; check clock skew");
+                    ctx.events.event(
+                        cj.as_ref(),
+                        EventType::Warning,
+                        "TooManyMissedTimes",
+                        format!("too many missed start times: {missed}. Set or decrease .spec.startingDeadlineSeconds or check clock skew"),
+                    );
                 }
                 let next = sched.next(now, &tz);
                 action = requeue_at(next, now);
@@ -171,26 +227,63 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                     let policy = spec.concurrency_policy.as_deref().unwrap_or("Allow");
                     if too_late {
                         info!(cronjob = %name, "missed scheduled time past startingDeadlineSeconds");
+                        if last_schedule.as_ref().is_none_or(|l| l.0 < t) {
+                            ctx.events.event(
+                                cj.as_ref(),
+                                EventType::Warning,
+                                "MissSchedule",
+                                format!(
+                                    "Missed scheduled time to start a job: {}",
+                                    t.to_zoned(tz.clone()).strftime("%Y-%m-%dT%H:%M:%S%:z")
+                                ),
+                            );
+                        }
                     } else if already {
                         // Created by an earlier sync; only the status may lag.
                         last_schedule = Some(Time(t));
                     } else if policy == "Forbid" && !active.is_empty() {
                         info!(cronjob = %name, "JobAlreadyActive: not starting a new job");
+                        ctx.events.event(
+                            cj.as_ref(),
+                            EventType::Normal,
+                            "JobAlreadyActive",
+                            "Not starting job because prior execution is running and concurrency policy is Forbid",
+                        );
                     } else {
                         if policy == "Replace" {
                             for r in active.drain(..) {
-                                delete_job(&jobs_api, r.name.as_deref().unwrap_or_default())
-                                    .await?;
+                                let jn = r.name.clone().unwrap_or_default();
+                                delete_job(&jobs_api, &jn).await?;
+                                ctx.events.event(
+                                    cj.as_ref(),
+                                    EventType::Normal,
+                                    "SuccessfulDelete",
+                                    format!("Deleted job {jn}"),
+                                );
                             }
                         }
                         let job = new_job(&cj, &jname, t, &tz);
                         match jobs_api.create(&PostParams::default(), &job).await {
                             Ok(j) => {
                                 info!(cronjob = %name, job = %jname, "created job");
+                                ctx.events.event(
+                                    cj.as_ref(),
+                                    EventType::Normal,
+                                    "SuccessfulCreate",
+                                    format!("Created job {jname}"),
+                                );
                                 active.push(job_ref(&j));
                             }
                             Err(kube::Error::Api(e)) if e.code == 409 => {}
-                            Err(e) => return Err(e.into()),
+                            Err(e) => {
+                                ctx.events.event(
+                                    cj.as_ref(),
+                                    EventType::Warning,
+                                    "FailedCreate",
+                                    format!("Error creating job: {e}"),
+                                );
+                                return Err(e.into());
+                            }
                         }
                         last_schedule = Some(Time(t));
                     }
@@ -223,6 +316,8 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     }
 
     cleanup_history(
+        &ctx,
+        &cj,
         &jobs_api,
         &jobs,
         spec.successful_jobs_history_limit.unwrap_or(3),
@@ -246,6 +341,8 @@ async fn delete_job(api: &Api<Job>, name: &str) -> Result<(), Error> {
 
 /// Deletes the oldest finished Jobs beyond each history limit.
 async fn cleanup_history(
+    ctx: &Ctx,
+    cj: &CronJob,
     api: &Api<Job>,
     jobs: &[Job],
     successful: i32,
@@ -275,6 +372,12 @@ async fn cleanup_history(
             let n = j.metadata.name.clone().unwrap_or_default();
             delete_job(api, &n).await?;
             info!(job = %n, "deleted finished job beyond the history limit");
+            ctx.events.event(
+                cj,
+                EventType::Normal,
+                "SuccessfulDelete",
+                format!("Deleted job {n}"),
+            );
         }
     }
     Ok(())

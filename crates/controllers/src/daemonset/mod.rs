@@ -6,7 +6,8 @@
 //!
 //! It LISTs nodes and pods fresh on every sync and re-syncs every DaemonSet
 //! when a node changes. Failed daemon pods are replaced without upstream's
-//! per-node back-off; events are not recorded.
+//! per-node back-off. Events: `SuccessfulCreate` ("Created pod: …"),
+//! `SuccessfulDelete` ("Deleted pod: …"), `FailedCreate`.
 
 pub mod nodes;
 pub mod rolling;
@@ -26,6 +27,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tracing::{info, warn};
 
+use berth_runtime::events::{EventSource, EventType, Recorder};
+
 use crate::Error;
 use crate::deployment::rolling::scaled_value;
 use crate::history::{self, REVISION_HASH_LABEL};
@@ -39,6 +42,7 @@ const RESYNC: Duration = Duration::from_secs(30);
 
 struct Ctx {
     client: kube::Client,
+    events: Recorder,
 }
 
 pub async fn run(client: kube::Client) {
@@ -60,7 +64,14 @@ pub async fn run(client: kube::Client) {
     Controller::new(sets, watcher::Config::default())
         .owns(pods, watcher::Config::default())
         .reconcile_all_on(node_changes)
-        .run(reconcile, error_policy, Arc::new(Ctx { client }))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                events: Recorder::new(client.clone(), EventSource::new("daemonset-controller", "")),
+                client,
+            }),
+        )
         .for_each(|_| async {})
         .await;
 }
@@ -364,7 +375,6 @@ async fn sync_nodes(
     delete: &[&Pod],
     hash: &str,
 ) -> Result<(), Error> {
-    let _ = ctx;
     let name = ds.metadata.name.clone().unwrap_or_default();
     let mut queue = create_on.iter();
     for batch in slow_start_batches(create_on.len()) {
@@ -376,8 +386,22 @@ async fn sync_nodes(
         .await;
         let mut failed = None;
         for r in results {
-            if let Err(e) = r {
-                failed = Some(e);
+            match r {
+                Ok(p) => ctx.events.event(
+                    ds,
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    format!("Created pod: {}", podutil::name(&p)),
+                ),
+                Err(e) => {
+                    ctx.events.event(
+                        ds,
+                        EventType::Warning,
+                        "FailedCreate",
+                        format!("Error creating: {e}"),
+                    );
+                    failed = Some(e);
+                }
             }
         }
         if let Some(e) = failed {
@@ -391,6 +415,12 @@ async fn sync_nodes(
     for p in delete {
         podutil::delete(pods, p).await?;
         info!(daemonset = %name, pod = %podutil::name(p), "deleted daemon pod");
+        ctx.events.event(
+            ds,
+            EventType::Normal,
+            "SuccessfulDelete",
+            format!("Deleted pod: {}", podutil::name(p)),
+        );
     }
     Ok(())
 }

@@ -10,7 +10,9 @@
 //! is counted twice or lost. Success and failure first set the
 //! `SuccessCriteriaMet`/`FailureTarget` condition and become `Complete`/`Failed`
 //! once no pod is left running. podFailurePolicy and backoffLimitPerIndex are
-//! not implemented; events are not recorded.
+//! not implemented. Events use upstream's reasons (`SuccessfulCreate`,
+//! `SuccessfulDelete`, `Completed`, `BackoffLimitExceeded`, `DeadlineExceeded`,
+//! `Suspended`, `Resumed`).
 
 pub mod logic;
 
@@ -28,6 +30,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 use tracing::{info, warn};
+
+use berth_runtime::events::{EventSource, EventType, Recorder};
 
 use crate::Error;
 use crate::podutil;
@@ -51,6 +55,7 @@ const COMPLETIONS_MESSAGE: &str = "Reached expected number of succeeded pods";
 
 struct Ctx {
     client: kube::Client,
+    events: Recorder,
 }
 
 pub async fn run(client: kube::Client) {
@@ -63,6 +68,7 @@ pub async fn run(client: kube::Client) {
             error_policy,
             Arc::new(Ctx {
                 client: client.clone(),
+                events: Recorder::new(client.clone(), EventSource::new("job-controller", "")),
             }),
         )
         .for_each(|_| async {});
@@ -354,6 +360,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     // 3. Success and failure criteria.
     let mut failure = condition_true(&job, FAILURE_TARGET);
     let mut success = condition_true(&job, SUCCESS_CRITERIA_MET);
+    let decided_before = failure.is_some() || success.is_some();
     if failure.is_none() && success.is_none() {
         if failed > spec.backoff_limit.unwrap_or(6) {
             failure = Some(new_condition(
@@ -396,10 +403,16 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     }
     let mut finished_now = false;
     if let Some(f) = &failure {
-        set_condition(&mut conds, f.clone());
-        for p in &active {
-            podutil::delete(&pods_api, p).await?;
+        if !decided_before {
+            ctx.events.event(
+                job.as_ref(),
+                EventType::Warning,
+                f.reason.as_deref().unwrap_or_default(),
+                f.message.clone().unwrap_or_default(),
+            );
         }
+        set_condition(&mut conds, f.clone());
+        delete_pods(&ctx, &job, &pods_api, &active).await?;
         if active.is_empty() && terminating == 0 {
             let mut c = f.clone();
             c.type_ = FAILED.into();
@@ -410,9 +423,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         }
     } else if let Some(s) = &success {
         set_condition(&mut conds, s.clone());
-        for p in &active {
-            podutil::delete(&pods_api, p).await?;
-        }
+        delete_pods(&ctx, &job, &pods_api, &active).await?;
         if active.is_empty() && terminating == 0 {
             let mut c = s.clone();
             c.type_ = COMPLETE.into();
@@ -421,10 +432,25 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             set_condition(&mut conds, c);
             status.completion_time = Some(Time(now));
             finished_now = true;
+            ctx.events.event(
+                job.as_ref(),
+                EventType::Normal,
+                "Completed",
+                "Job completed",
+            );
         }
     } else if suspended {
-        for p in &active {
-            podutil::delete(&pods_api, p).await?;
+        delete_pods(&ctx, &job, &pods_api, &active).await?;
+        if !conds
+            .iter()
+            .any(|c| c.type_ == SUSPENDED && c.status == "True")
+        {
+            ctx.events.event(
+                job.as_ref(),
+                EventType::Normal,
+                "Suspended",
+                "Job suspended",
+            );
         }
         set_condition(
             &mut conds,
@@ -442,6 +468,8 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             c.last_transition_time = Some(Time(now));
             c.last_probe_time = Some(Time(now));
             status.start_time = Some(Time(now));
+            ctx.events
+                .event(job.as_ref(), EventType::Normal, "Resumed", "Job resumed");
         }
         if status.start_time.is_none() {
             status.start_time = Some(Time(now));
@@ -502,6 +530,19 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     })
 }
 
+async fn delete_pods(ctx: &Ctx, job: &Job, api: &Api<Pod>, pods: &[&Pod]) -> Result<(), Error> {
+    for p in pods {
+        podutil::delete(api, p).await?;
+        ctx.events.event(
+            job,
+            EventType::Normal,
+            "SuccessfulDelete",
+            format!("Deleted pod: {}", podutil::name(p)),
+        );
+    }
+    Ok(())
+}
+
 /// Whether a stored status field equals the value about to be written
 /// (absent, null, zero-ish empties and the value itself compare as equal).
 fn same(old: Option<&serde_json::Value>, new: &serde_json::Value) -> bool {
@@ -549,6 +590,12 @@ async fn manage(
             .take(usize::try_from(have - want).unwrap_or(0))
         {
             podutil::delete(&api, p).await?;
+            ctx.events.event(
+                job,
+                EventType::Normal,
+                "SuccessfulDelete",
+                format!("Deleted pod: {}", podutil::name(p)),
+            );
         }
         return Ok(None);
     }
@@ -578,7 +625,27 @@ async fn manage(
     for batch in slow_start_batches(to_create.len()) {
         let results =
             futures::future::join_all(queue.by_ref().take(batch).map(|p| api.create(&pp, p))).await;
-        if let Some(e) = results.into_iter().find_map(Result::err) {
+        let mut failed = None;
+        for r in results {
+            match r {
+                Ok(p) => ctx.events.event(
+                    job,
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    format!("Created pod: {}", podutil::name(&p)),
+                ),
+                Err(e) => {
+                    ctx.events.event(
+                        job,
+                        EventType::Warning,
+                        "FailedCreate",
+                        format!("Error creating: {e}"),
+                    );
+                    failed = Some(e);
+                }
+            }
+        }
+        if let Some(e) = failed {
             return Err(e.into());
         }
     }

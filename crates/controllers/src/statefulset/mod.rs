@@ -4,8 +4,9 @@
 //! ordinal, and rolling updates from the highest ordinal down to the
 //! partition, tracked through ControllerRevisions.
 //!
-//! Like the ReplicaSet controller it LISTs pods fresh on every sync; upstream's
-//! events are not recorded.
+//! Like the ReplicaSet controller it LISTs pods fresh on every sync. Events
+//! use upstream's reasons and messages (`SuccessfulCreate`, `SuccessfulDelete`,
+//! `FailedCreate`).
 
 pub mod plan;
 
@@ -25,6 +26,8 @@ use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{info, warn};
 
+use berth_runtime::events::{EventSource, EventType, Recorder};
+
 use crate::Error;
 use crate::history::{self, REVISION_HASH_LABEL};
 use crate::podutil;
@@ -37,14 +40,19 @@ const RESYNC: Duration = Duration::from_secs(30);
 
 struct Ctx {
     client: kube::Client,
+    events: Recorder,
 }
 
 pub async fn run(client: kube::Client) {
     let sets: Api<StatefulSet> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
+    let events = Recorder::new(
+        client.clone(),
+        EventSource::new("statefulset-controller", ""),
+    );
     Controller::new(sets, watcher::Config::default())
         .owns(pods, watcher::Config::default())
-        .run(reconcile, error_policy, Arc::new(Ctx { client }))
+        .run(reconcile, error_policy, Arc::new(Ctx { client, events }))
         .for_each(|_| async {})
         .await;
 }
@@ -167,16 +175,44 @@ async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error
                 };
                 create_claims(&ctx, &set, o).await?;
                 let pod = new_pod(&set, tmpl, o, rev);
+                let pname = format!("{name}-{o}");
                 match pods_api.create(&PostParams::default(), &pod).await {
-                    Ok(_) => info!(statefulset = %name, ordinal = o, "created pod"),
+                    Ok(_) => {
+                        info!(statefulset = %name, ordinal = o, "created pod");
+                        ctx.events.event(
+                            set.as_ref(),
+                            EventType::Normal,
+                            "SuccessfulCreate",
+                            format!("create Pod {pname} in StatefulSet {name} successful"),
+                        );
+                    }
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
-                    Err(e) => return Err(e.into()),
+                    Err(e) => {
+                        ctx.events.event(
+                            set.as_ref(),
+                            EventType::Warning,
+                            "FailedCreate",
+                            format!("create Pod {pname} in StatefulSet {name} failed error: {e}"),
+                        );
+                        return Err(e.into());
+                    }
                 }
             }
             Step::Delete(pname) => {
                 if let Some(p) = pods.iter().find(|p| podutil::name(p) == pname) {
+                    let condemned = plan::parse_ordinal(&name, &pname)
+                        .is_some_and(|o| o < start || o >= start + plan_spec.replicas);
+                    if condemned {
+                        release_claims_on_scale_down(&ctx, &set, p).await?;
+                    }
                     podutil::delete(&pods_api, p).await?;
                     info!(statefulset = %name, pod = %pname, "deleted pod");
+                    ctx.events.event(
+                        set.as_ref(),
+                        EventType::Normal,
+                        "SuccessfulDelete",
+                        format!("delete Pod {pname} in StatefulSet {name} successful"),
+                    );
                 }
             }
         }
@@ -326,6 +362,67 @@ fn new_pod(set: &StatefulSet, template: &PodTemplateSpec, ordinal: i32, revision
     }
 }
 
+/// With `whenScaled: Delete`, a pod removed by a scale-down hands its claims
+/// to the garbage collector: each claim gets the pod as owner, so it goes
+/// once the pod is gone (upstream's claim ownership for condemned pods).
+async fn release_claims_on_scale_down(
+    ctx: &Ctx,
+    set: &StatefulSet,
+    pod: &Pod,
+) -> Result<(), Error> {
+    let Some(spec) = set.spec.as_ref() else {
+        return Ok(());
+    };
+    let when_scaled = spec
+        .persistent_volume_claim_retention_policy
+        .as_ref()
+        .and_then(|p| p.when_scaled.as_deref());
+    if when_scaled != Some("Delete") {
+        return Ok(());
+    }
+    let set_name = set.metadata.name.clone().unwrap_or_default();
+    let Some(ordinal) = plan::parse_ordinal(&set_name, &podutil::name(pod)) else {
+        return Ok(());
+    };
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(
+        ctx.client.clone(),
+        set.metadata.namespace.as_deref().unwrap_or("default"),
+    );
+    for t in spec.volume_claim_templates.iter().flatten() {
+        let cname = claim_name(
+            t.metadata.name.as_deref().unwrap_or_default(),
+            &set_name,
+            ordinal,
+        );
+        let Some(claim) = api.get_opt(&cname).await? else {
+            continue;
+        };
+        let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
+        let mut refs = claim.metadata.owner_references.clone().unwrap_or_default();
+        if refs.iter().any(|r| r.uid == pod_uid) {
+            continue;
+        }
+        refs.push(OwnerReference {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            name: podutil::name(pod),
+            uid: pod_uid,
+            controller: None,
+            block_owner_deletion: None,
+        });
+        let patch = crate::replicaset::owner_refs_patch(&claim.metadata, refs);
+        match api
+            .patch(&cname, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Creates the ordinal's missing claims (upstream's createPersistentVolumeClaims).
 /// With `whenDeleted: Delete` a claim is owned by the set, so it goes with it;
 /// the default `Retain` leaves claims for the next pod of that ordinal.
@@ -374,7 +471,17 @@ async fn create_claims(ctx: &Ctx, set: &StatefulSet, ordinal: i32) -> Result<(),
             status: None,
         };
         match api.create(&PostParams::default(), &pvc).await {
-            Ok(_) => info!(claim = %cname, "created persistent volume claim"),
+            Ok(_) => {
+                info!(claim = %cname, "created persistent volume claim");
+                ctx.events.event(
+                    set,
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    format!(
+                        "create Claim {cname} Pod {set_name}-{ordinal} in StatefulSet {set_name} success"
+                    ),
+                );
+            }
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(e) => return Err(e.into()),
         }
