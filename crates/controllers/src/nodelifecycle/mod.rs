@@ -18,9 +18,14 @@
 //!   smallest `tolerationSeconds` otherwise, with upstream's
 //!   `TaintManagerEviction` event and `DisruptionTarget` condition.
 //!
-//! Pods are not cached: only the pods of unhealthy or NoExecute-tainted nodes
-//! are listed (field selector `spec.nodeName`), so a healthy cluster costs no
-//! pod informer (150,000 pods would cost hundreds of MB).
+//! Pods are not cached: only the pods of nodes that just became not ready or
+//! carry NoExecute taints are listed (field selector `spec.nodeName`; one
+//! cluster-wide list at most every 10 s when more than 20 nodes are tainted),
+//! so a healthy cluster costs no pod informer (150,000 pods would cost
+//! hundreds of MB). Unlike upstream, pods are marked not ready only when their
+//! node turns not ready (upstream also marks pods added to it later), and a
+//! cluster whose every zone is down gets no new NoExecute taints but keeps
+//! those it has (upstream removes them).
 
 pub mod eviction;
 pub mod health;
@@ -46,6 +51,10 @@ use health::Observed;
 const LEASE_NAMESPACE: &str = "kube-node-lease";
 /// How often scheduled evictions are checked.
 const EVICTION_TICK: Duration = Duration::from_secs(1);
+/// Up to this many NoExecute-tainted nodes, their pods are listed one node at a time.
+const PER_NODE_LISTS: usize = 20;
+/// With more tainted nodes, how often all pods are listed instead.
+const BULK_EVERY: Duration = Duration::from_secs(10);
 
 /// The controller's settings, upstream's flags and defaults (1.33).
 #[derive(Debug, Clone)]
@@ -128,6 +137,7 @@ struct Controller {
     observed: HashMap<String, (Observed, String)>,
     limiter: ZoneLimiter,
     scheduled: HashMap<String, Scheduled>,
+    last_bulk: Option<Instant>,
 }
 
 /// Runs both controllers until the task is dropped.
@@ -158,6 +168,7 @@ pub async fn run(client: kube::Client, cfg: Config) {
         observed: HashMap::new(),
         limiter: ZoneLimiter::default(),
         scheduled: HashMap::new(),
+        last_bulk: None,
     };
     tokio::join!(drain(node_stream), drain(lease_stream), ctl.run());
 }
@@ -272,8 +283,6 @@ impl Controller {
                     "NodeNotReady",
                     format!("Node {name} status is now: NodeNotReady"),
                 );
-            }
-            if ready != "True" {
                 self.mark_pods_not_ready(&name).await;
             }
             current.push(node);
@@ -409,9 +418,41 @@ impl Controller {
                 (!taints.is_empty()).then(|| (n.metadata.name.clone().unwrap_or_default(), taints))
             })
             .collect();
+        if tainted.is_empty() && self.scheduled.is_empty() {
+            return;
+        }
+        // A few tainted nodes: list their pods by field selector every tick. Many
+        // (a zone down): one cluster-wide list, at most every BULK_EVERY.
+        let mut by_node: HashMap<String, Vec<Pod>> = HashMap::new();
+        if tainted.len() <= PER_NODE_LISTS {
+            for (node, _) in &tainted {
+                by_node.insert(node.clone(), self.pods_on(node).await);
+            }
+        } else {
+            if self
+                .last_bulk
+                .is_some_and(|t| now.duration_since(t) < BULK_EVERY)
+            {
+                return;
+            }
+            self.last_bulk = Some(now);
+            match self.pods_api.list(&ListParams::default()).await {
+                Ok(list) => {
+                    for p in list.items {
+                        if let Some(n) = p.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                            by_node.entry(n).or_default().push(p);
+                        }
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, "listing pods for taint eviction");
+                    return;
+                }
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for (node, taints) in tainted {
-            for pod in self.pods_on(&node).await {
+            for pod in by_node.remove(&node).unwrap_or_default() {
                 if pod.metadata.deletion_timestamp.is_some() {
                     continue;
                 }
