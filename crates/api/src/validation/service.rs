@@ -320,6 +320,91 @@ pub(super) fn validate_service(obj: &Value, old: Option<&Value>) -> Vec<FieldErr
         }
         _ => {}
     }
+    errs.extend(validate_type_dependent(spec, stype));
+    errs
+}
+
+const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
+
+/// Fields that only some types (or families) allow, and their values.
+fn validate_type_dependent(spec: &Value, stype: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let lb = stype == "LoadBalancer";
+    let set = |k: &str| spec.get(k).is_some_and(|v| !v.is_null());
+    let ranges = super::jv::arr_at(spec, &["loadBalancerSourceRanges"]);
+    if !ranges.is_empty() && !lb {
+        // Upstream's historical capitalisation of this path.
+        errs.push(FieldError::forbidden(
+            "spec.LoadBalancerSourceRanges",
+            LB_ONLY,
+        ));
+    }
+    for (i, r) in ranges.iter().enumerate() {
+        let v = r.as_str().unwrap_or("").trim();
+        let ok = v
+            .split_once('/')
+            .is_some_and(|(ip, bits)| ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok());
+        if !ok {
+            errs.push(FieldError::invalid(
+                format!("spec.LoadBalancerSourceRanges[{i}]"),
+                v,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            ));
+        }
+    }
+    if set("allocateLoadBalancerNodePorts") && !lb {
+        errs.push(FieldError::forbidden(
+            "spec.allocateLoadBalancerNodePorts",
+            LB_ONLY,
+        ));
+    }
+    if set("loadBalancerClass") && !lb {
+        errs.push(FieldError::forbidden("spec.loadBalancerClass", LB_ONLY));
+    }
+    let local = spec.get("externalTrafficPolicy").and_then(Value::as_str) == Some("Local");
+    let hc = spec
+        .get("healthCheckNodePort")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if hc != 0 && !(lb && local) {
+        errs.push(FieldError::invalid(
+            "spec.healthCheckNodePort",
+            hc,
+            "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+        ));
+    }
+    if let Some(p) = spec.get("ipFamilyPolicy").and_then(Value::as_str)
+        && !matches!(p, "SingleStack" | "PreferDualStack" | "RequireDualStack")
+    {
+        errs.push(FieldError::not_supported(
+            "spec.ipFamilyPolicy",
+            p,
+            &["PreferDualStack", "RequireDualStack", "SingleStack"],
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, f) in super::jv::arr_at(spec, &["ipFamilies"]).iter().enumerate() {
+        let f = f.as_str().unwrap_or("");
+        if !matches!(f, "IPv4" | "IPv6") {
+            errs.push(FieldError::not_supported(
+                format!("spec.ipFamilies[{i}]"),
+                f,
+                &["IPv4", "IPv6"],
+            ));
+        }
+        if !seen.insert(f) {
+            errs.push(FieldError::duplicate(format!("spec.ipFamilies[{i}]"), f));
+        }
+    }
+    if let Some(t) = spec.get("trafficDistribution").and_then(Value::as_str)
+        && t != "PreferClose"
+    {
+        errs.push(FieldError::not_supported(
+            "spec.trafficDistribution",
+            t,
+            &["PreferClose"],
+        ));
+    }
     errs
 }
 
@@ -487,6 +572,77 @@ mod tests {
                 "node port needs external traffic policy",
                 set(svc(), "/spec/type", json!("NodePort")),
                 vec!["spec.externalTrafficPolicy: Required value"],
+            ),
+        ];
+        for (name, s, want) in cases {
+            assert_eq!(msgs(validate_service(&s, None)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn type_dependent_fields() {
+        let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "source ranges on ClusterIP",
+                set(
+                    svc(),
+                    "/spec/loadBalancerSourceRanges",
+                    json!(["10.0.0.0/8", "x"]),
+                ),
+                vec![
+                    "spec.LoadBalancerSourceRanges: Forbidden: may only be used when `type` is 'LoadBalancer'",
+                    "spec.LoadBalancerSourceRanges[1]: Invalid value: \"x\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                ],
+            ),
+            (
+                "allocateLoadBalancerNodePorts on ClusterIP",
+                set(svc(), "/spec/allocateLoadBalancerNodePorts", json!(true)),
+                vec![
+                    "spec.allocateLoadBalancerNodePorts: Forbidden: may only be used when `type` is 'LoadBalancer'",
+                ],
+            ),
+            (
+                "loadBalancerClass on ClusterIP",
+                set(svc(), "/spec/loadBalancerClass", json!("x.io/lb")),
+                vec![
+                    "spec.loadBalancerClass: Forbidden: may only be used when `type` is 'LoadBalancer'",
+                ],
+            ),
+            (
+                "health check port without Local",
+                set(svc(), "/spec/healthCheckNodePort", json!(31000)),
+                vec![
+                    "spec.healthCheckNodePort: Invalid value: 31000: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+                ],
+            ),
+            (
+                "ip family policy",
+                set(svc(), "/spec/ipFamilyPolicy", json!("Both")),
+                vec![
+                    "spec.ipFamilyPolicy: Unsupported value: \"Both\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\"",
+                ],
+            ),
+            (
+                "ip families",
+                set(svc(), "/spec/ipFamilies", json!(["IPv4", "IPv4", "IPX"])),
+                vec![
+                    "spec.ipFamilies[1]: Duplicate value: \"IPv4\"",
+                    "spec.ipFamilies[2]: Unsupported value: \"IPX\": supported values: \"IPv4\", \"IPv6\"",
+                ],
+            ),
+            (
+                "traffic distribution",
+                set(svc(), "/spec/trafficDistribution", json!("Anywhere")),
+                vec![
+                    "spec.trafficDistribution: Unsupported value: \"Anywhere\": supported values: \"PreferClose\"",
+                ],
+            ),
+            (
+                "load balancer with health check",
+                json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
+                    "sessionAffinity": "None", "internalTrafficPolicy": "Cluster", "externalTrafficPolicy": "Local",
+                    "healthCheckNodePort": 31000, "allocateLoadBalancerNodePorts": true, "loadBalancerClass": "x.io/lb"}}),
+                vec![],
             ),
         ];
         for (name, s, want) in cases {
