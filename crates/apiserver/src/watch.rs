@@ -156,6 +156,9 @@ pub async fn start(
                 _ = tokio::time::sleep_until(deadline) => return,
                 _ = em.tx.closed() => return,
                 _ = bookmark.tick(), if bookmarks => {
+                    if let Some(rv) = feed.progress(last_rev) {
+                        last_rev = rv;
+                    }
                     let bm = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": last_rev.to_string()}});
                     if !em.send("BOOKMARK", bm).await { return; }
                 }

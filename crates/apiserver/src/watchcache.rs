@@ -242,7 +242,27 @@ impl Feed {
     }
 }
 
+impl Feed {
+    /// The revision a bookmark may carry for a watcher at `after`: the cache's
+    /// revision when this resource has no event after `after` (the watcher has
+    /// everything up to it), as upstream's bookmarks carry the cacher's progress.
+    /// Without it a quiet resource's watchers would resume from their last event's
+    /// revision, which falls out of the window while other resources churn.
+    pub fn progress(&self, after: i64) -> Option<i64> {
+        self.cache.progress(&self.resource, after)
+    }
+}
+
 impl WatchCache {
+    fn progress(&self, resource: &str, after: i64) -> Option<i64> {
+        let inner = self.read();
+        let caught_up = inner
+            .histories
+            .get(resource)
+            .is_none_or(|h| h.events.back().is_none_or(|e| e.revision <= after));
+        caught_up.then_some(inner.revision.max(after))
+    }
+
     /// Loads every object and starts following the store.
     pub async fn start(
         store: Arc<dyn Store>,
@@ -711,6 +731,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(sub.replay.len(), 3);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn bookmarks_carry_the_cache_revision_once_caught_up() {
+        let (store, dir) = store().await;
+        let cache = WatchCache::start(store.clone(), HistoryLimits::new(100))
+            .await
+            .unwrap();
+        let mut sub = cache.subscribe("/registry/minions/", None).await.unwrap();
+        let node = put(&store, "/registry/minions/n1").await;
+        let mut last = 0;
+        for i in 0..10 {
+            last = put(&store, &format!("/registry/leases/kube-node-lease/l{i}")).await;
+        }
+        cache.wait_for(last).await.unwrap();
+        // Behind on its own resource: no progress to report.
+        assert_eq!(sub.feed.progress(sub.revision), None);
+        let (events, up_to) = sub.feed.next(sub.revision).await.unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(up_to, node);
+        // Caught up: the bookmark may move to the cache's revision, past the leases.
+        assert_eq!(sub.feed.progress(up_to), Some(last));
         let _ = std::fs::remove_dir_all(dir);
     }
 
