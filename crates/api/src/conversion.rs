@@ -6,7 +6,8 @@
 //!   (upstream's `pkg/apis/autoscaling/v2beta2` converts both through one internal
 //!   type), except `HPAScalingRules.tolerance` (added to v2 in 1.33, after v2beta2 was
 //!   removed), which a v2beta2 reader does not see;
-//! - core/v1 ↔ events.k8s.io/v1 Event (one storage, renamed fields).
+//! - core/v1 ↔ events.k8s.io/v1 Event (one storage, renamed fields);
+//! - networking.k8s.io/v1beta1 ↔ v1 Ingress and IngressClass ([`crate::networking`]).
 
 use serde_json::{Map, Value, json};
 
@@ -43,6 +44,9 @@ pub fn convert(obj: Value, group: &str, version: &str) -> Value {
         ("autoscaling", "HorizontalPodAutoscaler", "v2beta2") => hpa_to_v2beta2(obj),
         ("events.k8s.io", "Event", "v1") => rename_event_fields(obj, "events.k8s.io/v1", false),
         ("", "Event", "v1") => rename_event_fields(obj, "v1", true),
+        ("networking.k8s.io", "Ingress", "v1") => crate::networking::ingress_to_v1(obj),
+        ("networking.k8s.io", "Ingress", "v1beta1") => crate::networking::ingress_to_v1beta1(obj),
+        ("networking.k8s.io", "IngressClass", v) => crate::networking::ingress_class_to(obj, v),
         _ => obj,
     }
 }

@@ -93,6 +93,7 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
             }
         }
         ("networking.k8s.io", "v1", "NetworkPolicy") => default_network_policy(obj),
+        ("networking.k8s.io", "v1beta1", k) => crate::networking::default_v1beta1(k, obj),
         ("networking.k8s.io", "v1", "IngressClass") => {
             if let Some(p) = get_path_mut(obj, &["spec", "parameters"]).and_then(obj_mut) {
                 default_if_absent(p, "scope", json!("Cluster"));

@@ -5,6 +5,7 @@
 
 pub mod conversion;
 pub mod defaults;
+pub mod networking;
 pub mod openapi;
 pub mod printers;
 pub mod protobuf;

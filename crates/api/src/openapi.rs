@@ -334,6 +334,10 @@ fn schemas_for(
         ));
     }
 
+    if (group, version) == ("networking.k8s.io", "v1beta1") {
+        // v1beta1's servicePort.
+        subschema::<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>(&mut g);
+    }
     let mut defs: Map<String, Value> = g.take_definitions(false);
     for (name, schema, gvks) in roots {
         let mut schema = schema;
@@ -355,6 +359,9 @@ fn schemas_for(
         if group == "autoscaling" && version == "v2beta2" {
             hpa_v2beta2_scaling_rules(&mut defs);
         }
+        if group == "networking.k8s.io" && version == "v1beta1" {
+            crate::networking::v1beta1_schemas(&mut defs);
+        }
     }
     reshape(&mut defs);
     defs
@@ -365,7 +372,14 @@ fn schemas_for(
 /// Renaming happens before [`reshape`], so the list/map extensions keyed by the
 /// original names (v2's `+listType` markers) are not carried over: upstream's v2beta2
 /// types had none.
-const RENAMED_PACKAGES: &[(&str, &str, &str, &str)] = &[(
+const RENAMED_PACKAGES: &[(&str, &str, &str, &str)] = &[
+    (
+        "networking.k8s.io",
+        "v1beta1",
+        "io.k8s.api.networking.v1.",
+        "io.k8s.api.networking.v1beta1.",
+    ),
+    (
     "autoscaling",
     "v2beta2",
     "io.k8s.api.autoscaling.v2.",

@@ -196,6 +196,59 @@ fn roundtrip_hpa_v2beta2(mut v: Value) -> Result<Value, serde_json::Error> {
     Ok(out)
 }
 
+/// networking.k8s.io/v1beta1 Ingress and IngressClass: removed upstream in 1.22,
+/// served here for the seed article's manifests, stored as v1
+/// ([`crate::networking`] converts). k8s-openapi has no v1beta1 types: bodies decode
+/// through v1's, and the schema is v1's under v1beta1 names with v1beta1's backend
+/// shape ([`crate::openapi`] renames and reshapes it).
+const INGRESS_CLASS_V1BETA1: ResourceType = ResourceType {
+    group: "networking.k8s.io",
+    version: "v1beta1",
+    kind: "IngressClass",
+    list_kind: "IngressClassList",
+    plural: "ingressclasses",
+    singular: "ingressclass",
+    namespaced: CLUSTER,
+    short_names: NONE,
+    categories: NONE,
+    subresources: NONE,
+    verbs: VERBS,
+    storage_group: "networking.k8s.io",
+    storage_version: "v1",
+    storage_plural: "ingressclasses",
+    roundtrip: crate::networking::roundtrip_ingress_class_v1beta1,
+    schema: <api::networking::v1::IngressClass as k8s_openapi::schemars::JsonSchema>::json_schema,
+    schema_name: ingress_class_v1beta1_schema_name,
+};
+
+const INGRESS_V1BETA1: ResourceType = ResourceType {
+    group: "networking.k8s.io",
+    version: "v1beta1",
+    kind: "Ingress",
+    list_kind: "IngressList",
+    plural: "ingresses",
+    singular: "ingress",
+    namespaced: NS,
+    short_names: &["ing"],
+    categories: NONE,
+    subresources: STATUS,
+    verbs: VERBS,
+    storage_group: "networking.k8s.io",
+    storage_version: "v1",
+    storage_plural: "ingresses",
+    roundtrip: crate::networking::roundtrip_ingress_v1beta1,
+    schema: <api::networking::v1::Ingress as k8s_openapi::schemars::JsonSchema>::json_schema,
+    schema_name: ingress_v1beta1_schema_name,
+};
+
+fn ingress_class_v1beta1_schema_name() -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed("io.k8s.api.networking.v1beta1.IngressClass")
+}
+
+fn ingress_v1beta1_schema_name() -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed("io.k8s.api.networking.v1beta1.Ingress")
+}
+
 const NS: bool = true;
 const CLUSTER: bool = false;
 const NONE: &[&str] = &[];
@@ -242,6 +295,9 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE),
     resource!(api::networking::v1::Ingress, "ingresses", "ingress", NS, short: &["ing"], cat: NONE, sub: STATUS),
     resource!(api::networking::v1::NetworkPolicy, "networkpolicies", "networkpolicy", NS, short: &["netpol"], cat: NONE, sub: NONE),
+    // networking.k8s.io/v1beta1 (after v1, so never preferred), stored as v1.
+    INGRESS_CLASS_V1BETA1,
+    INGRESS_V1BETA1,
     resource!(api::policy::v1::PodDisruptionBudget, "poddisruptionbudgets", "poddisruptionbudget", NS, short: &["pdb"], cat: NONE, sub: STATUS),
     // rbac.authorization.k8s.io/v1 (stored; enforced later)
     resource!(api::rbac::v1::ClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", CLUSTER, short: NONE, cat: NONE, sub: NONE),

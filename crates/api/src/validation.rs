@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 mod apps;
 mod core;
 mod meta;
+mod networking;
 pub(crate) mod pod;
 mod service;
 
@@ -730,6 +731,8 @@ pub fn validate_scoped(
         ("apps", "DaemonSet") => apps::validate_daemon_set(obj, old),
         ("batch", "Job") => apps::validate_job(obj, old),
         ("batch", "CronJob") => apps::validate_cron_job(obj),
+        ("networking.k8s.io", "Ingress") => networking::validate_ingress(obj, old),
+        ("networking.k8s.io", "IngressClass") => networking::validate_ingress_class(obj, old),
         _ => Vec::new(),
     });
     errs

@@ -180,6 +180,21 @@ impl Rest {
         }
     }
 
+    /// Every IngressClass, as stored (for the DefaultIngressClass admission step).
+    async fn ingress_classes(&self) -> ApiResult<Vec<Value>> {
+        let Some(rt) = registry::lookup("networking.k8s.io", "v1", "ingressclasses") else {
+            return Ok(Vec::new());
+        };
+        let resp = self
+            .store
+            .range(RangeRequest {
+                prefix: objects::prefix(rt),
+                ..Default::default()
+            })
+            .await?;
+        resp.kvs.iter().map(objects::decode).collect()
+    }
+
     async fn current(
         &self,
         rt: &ResourceType,
@@ -467,6 +482,11 @@ impl Rest {
         berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
         if rt.kind == "Pod" {
             berth_api::defaults::admit_pod(&mut obj);
+        }
+        if (rt.group, rt.kind) == ("networking.k8s.io", "Ingress") {
+            // DefaultIngressClass admission.
+            let classes = self.ingress_classes().await?;
+            berth_api::networking::admit_ingress(&mut obj, &classes);
         }
         strategy::prepare_for_create(rt, &mut obj);
         self.validate(rt, &obj, None)?;

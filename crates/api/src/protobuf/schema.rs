@@ -107,10 +107,13 @@ pub fn message_for_kind(api_version: &str, kind: &str) -> Option<&'static Messag
         None => ("", api_version),
     };
     // autoscaling/v2beta2 (served for the seed article) has v2's field numbers.
-    let version = if (group, version) == ("autoscaling", "v2beta2") {
-        "v2"
-    } else {
-        version
+    // networking.k8s.io/v1beta1 (served for the seed article) is mapped onto v1's
+    // messages: IngressClass has one shape; a v1beta1 Ingress's backends
+    // (serviceName/servicePort) have no v1 field numbers and are not encoded.
+    let version = match (group, version) {
+        ("autoscaling", "v2beta2") => "v2",
+        ("networking.k8s.io", "v1beta1") => "v1",
+        _ => version,
     };
     let exact = KINDS
         .iter()

@@ -1,0 +1,149 @@
+//! Watches the objects routing depends on and rebuilds the snapshot after every
+//! change (debounced), reports problems as Warning events on the Ingress (each
+//! once while it lasts), and sets `status.loadBalancer.ingress` of served
+//! Ingresses to the node's address.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_runtime::events::{EventSource, EventType, Recorder};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::Notify;
+use tracing::{debug, info, warn};
+
+use crate::model::{self, Inputs, Problem};
+use crate::{Config, Shared};
+
+/// Changes arriving within this window make one rebuild.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+/// The events' component, as the field manager of status writes.
+pub const COMPONENT: &str = "berth-ingress";
+
+/// Starts a reflector for `K` that wakes `changed` on every event.
+fn watch<K>(client: &kube::Client, changed: Arc<Notify>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let stream = reflector::reflector(
+        writer,
+        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+            .default_backoff(),
+    );
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(_) => changed.notify_one(),
+                Err(e) => debug!(kind = %K::kind(&()), error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    reader
+}
+
+struct Stores {
+    ingresses: Store<Ingress>,
+    classes: Store<IngressClass>,
+    services: Store<Service>,
+    slices: Store<EndpointSlice>,
+    secrets: Store<Secret>,
+}
+
+impl Stores {
+    async fn ready(&self) -> bool {
+        self.ingresses.wait_until_ready().await.is_ok()
+            && self.classes.wait_until_ready().await.is_ok()
+            && self.services.wait_until_ready().await.is_ok()
+            && self.slices.wait_until_ready().await.is_ok()
+            && self.secrets.wait_until_ready().await.is_ok()
+    }
+}
+
+/// Runs until the task is dropped.
+pub async fn run(client: kube::Client, cfg: Config, shared: Arc<Shared>) {
+    let changed = Arc::new(Notify::new());
+    let stores = Stores {
+        ingresses: watch(&client, changed.clone()),
+        classes: watch(&client, changed.clone()),
+        services: watch(&client, changed.clone()),
+        slices: watch(&client, changed.clone()),
+        secrets: watch(&client, changed.clone()),
+    };
+    if !stores.ready().await {
+        warn!("ingress controller: watches never became ready");
+        return;
+    }
+    info!(http = %cfg.http, https = %cfg.https, "ingress controller serving");
+    let recorder = Recorder::new(
+        client.clone(),
+        EventSource::new(COMPONENT, cfg.node_name.clone()),
+    );
+    let mut reported: HashSet<Problem> = HashSet::new();
+    loop {
+        let ingresses = stores.ingresses.state();
+        let inputs = Inputs {
+            ingresses: &ingresses,
+            classes: &stores.classes.state(),
+            services: &stores.services.state(),
+            slices: &stores.slices.state(),
+            secrets: &stores.secrets.state(),
+        };
+        let snap = model::build(&inputs);
+        let problems: HashSet<Problem> = snap.problems.iter().cloned().collect();
+        let served = snap.served.clone();
+        shared.replace(snap);
+        for p in problems.difference(&reported) {
+            if let Some(ing) = find(&ingresses, &p.namespace, &p.name) {
+                warn!(namespace = %p.namespace, ingress = %p.name, reason = p.reason, "{}", p.message);
+                recorder.event(
+                    ing.as_ref(),
+                    EventType::Warning,
+                    p.reason,
+                    p.message.clone(),
+                );
+            }
+        }
+        reported = problems;
+        for (ns, name) in &served {
+            if let Some(ing) = find(&ingresses, ns, name)
+                && !model::status_is(ing, cfg.node_address)
+            {
+                set_status(&client, ns, name, &cfg).await;
+            }
+        }
+        changed.notified().await;
+        tokio::time::sleep(DEBOUNCE).await;
+    }
+}
+
+fn find<'a>(ingresses: &'a [Arc<Ingress>], ns: &str, name: &str) -> Option<&'a Arc<Ingress>> {
+    ingresses.iter().find(|i| {
+        i.metadata.namespace.as_deref() == Some(ns) && i.metadata.name.as_deref() == Some(name)
+    })
+}
+
+async fn set_status(client: &kube::Client, ns: &str, name: &str, cfg: &Config) {
+    let api: Api<Ingress> = Api::namespaced(client.clone(), ns);
+    let patch = model::load_balancer_status(cfg.node_address);
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => debug!(namespace = %ns, ingress = %name, "status set"),
+        Err(e) => warn!(namespace = %ns, ingress = %name, error = %e, "setting Ingress status"),
+    }
+}
