@@ -17,6 +17,7 @@ pub mod prober;
 pub mod runtime;
 pub mod servicelinks;
 pub mod sim;
+pub mod status;
 
 /// Errors from the node library and the simulator.
 #[derive(Debug, thiserror::Error)]

@@ -122,7 +122,9 @@ fn decode_grpc_message(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
         if b[i] == b'%'
             && let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok())
         {

@@ -363,6 +363,12 @@ impl ProbeManager {
     }
 }
 
+impl crate::status::ProbeView for ProbeManager {
+    fn update_pod_status(&self, pod: &Pod, status: &mut PodStatus) {
+        ProbeManager::update_pod_status(self, pod, status)
+    }
+}
+
 struct WorkerTask {
     inner: Arc<Inner>,
     key: WorkerKey,
