@@ -55,8 +55,12 @@ impl SchedulingQueue {
         }
     }
 
-    /// Adds or refreshes a pending pod; a new pod goes straight to active.
+    /// Adds or refreshes a pending pod; a new pod goes straight to active,
+    /// an updated parked one gets another try after its backoff.
     pub fn add(&mut self, key: &str, priority: i32) {
+        if self.unschedulable.remove(key) {
+            self.backoff.insert(key.to_string());
+        }
         if let Some(e) = self.entries.get(key) {
             if e.priority != priority {
                 let was_active = self.deactivate(key);
@@ -245,5 +249,24 @@ mod tests {
         q.done("a", Outcome::Scheduled);
         q.move_all_to_active_or_backoff();
         assert_eq!(q.pop(t0 + Duration::from_secs(60)), None);
+    }
+
+    #[test]
+    fn updating_a_parked_pod_retries_it_and_priority_reorders() {
+        let mut q = SchedulingQueue::default();
+        let t0 = Instant::now();
+        q.add("a", 0);
+        assert_eq!(q.pop(t0).as_deref(), Some("a"));
+        q.done("a", Outcome::Unschedulable);
+        q.add("a", 0);
+        assert_eq!(q.pop(t0 + Duration::from_secs(1)).as_deref(), Some("a"));
+        q.add("x", 0);
+        q.add("y", 0);
+        q.add("y", 5);
+        assert_eq!(q.pop(t0).as_deref(), Some("y"));
+        // A failed binding sends the pod back through backoff.
+        q.requeue_after_error("y", 5);
+        assert_eq!(q.pop(t0).as_deref(), Some("x"));
+        assert!(q.next_ready().is_some());
     }
 }

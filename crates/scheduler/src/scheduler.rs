@@ -389,7 +389,14 @@ fn on_pod(s: &Shared, pod: Pod) {
             s.with_queue(|q| q.delete(&key));
         }
         if assigned {
-            s.cache().add_or_update_pod(pod);
+            let mut cache = s.cache();
+            let new = !cache.contains_pod(&key);
+            cache.add_or_update_pod(pod);
+            drop(cache);
+            // A pod bound elsewhere may satisfy parked pods' pod affinity or spreading.
+            if new {
+                s.with_queue(|q| q.move_all_to_active_or_backoff());
+            }
         }
         return;
     }

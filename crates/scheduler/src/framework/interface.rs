@@ -14,9 +14,11 @@ pub const MAX_NODE_SCORE: i64 = 100;
 pub const MIN_NODE_SCORE: i64 = 0;
 
 /// Per-cycle scratch space that PreFilter/PreScore fill for later points.
-#[derive(Default)]
+/// Cloning is shallow (preemption's dry runs clone it per node and replace
+/// the entries they change).
+#[derive(Default, Clone)]
 pub struct CycleState {
-    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+    data: HashMap<&'static str, Arc<dyn Any + Send + Sync>>,
     /// Plugins whose PreFilter/PreScore said Skip (upstream's SkipFilterPlugins/SkipScorePlugins).
     pub skip_filter: HashSet<&'static str>,
     pub skip_score: HashSet<&'static str>,
@@ -24,11 +26,11 @@ pub struct CycleState {
 
 impl CycleState {
     pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
-        self.data.insert(key, Box::new(value));
+        self.data.insert(key, Arc::new(value));
     }
 
     pub fn read<T: Any>(&self, key: &'static str) -> Option<&T> {
-        self.data.get(key).and_then(|v| v.downcast_ref())
+        self.data.get(key).and_then(|v| (**v).downcast_ref())
     }
 }
 
@@ -51,6 +53,25 @@ pub trait QueueSort: Plugin {
 pub trait PreFilter: Plugin {
     /// `Skip` means the plugin's Filter is not needed for this pod.
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snap: &Snapshot) -> Status;
+
+    /// Incremental updates of the PreFilter state when preemption adds or
+    /// removes pods in its dry runs (upstream's PreFilterExtensions).
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        None
+    }
+}
+
+pub trait PreFilterExtensions: Send + Sync {
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, added: &PodInfo, node: &NodeInfo);
+    fn remove_pod(&self, state: &mut CycleState, pod: &PodInfo, removed: &PodInfo, node: &NodeInfo);
+}
+
+/// What a PostFilter may run again on a changed node: the profile's
+/// filters and the PreFilter extensions.
+pub trait FilterHandle: Sync {
+    fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, added: &PodInfo, node: &NodeInfo);
+    fn remove_pod(&self, state: &mut CycleState, pod: &PodInfo, removed: &PodInfo, node: &NodeInfo);
 }
 
 pub trait Filter: Plugin {
@@ -85,7 +106,7 @@ pub trait PostFilter: Plugin {
         pod: &PodInfo,
         snap: &Snapshot,
         filtered: &HashMap<String, Status>,
-        filter: &(dyn Fn(&PodInfo, &NodeInfo) -> Status + Sync),
+        handle: &dyn FilterHandle,
     ) -> PostFilterResult;
 }
 

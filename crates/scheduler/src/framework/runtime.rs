@@ -9,8 +9,8 @@ use rand::Rng;
 
 use super::fit_error::{Diagnosis, FitError, Nomination};
 use super::interface::{
-    Bind, CycleState, Filter, NodeScore, Permit, PostFilter, PreFilter, PreScore, QueueSort,
-    Reserve, Score,
+    Bind, CycleState, Filter, FilterHandle, NodeScore, Permit, PostFilter, PreFilter, PreScore,
+    QueueSort, Reserve, Score,
 };
 use super::snapshot::Snapshot;
 use super::status::{Code, Status};
@@ -289,10 +289,9 @@ impl Framework {
         snap: &Snapshot,
         mut diagnosis: Diagnosis,
     ) -> ScheduleError {
-        let filter = |p: &PodInfo, n: &NodeInfo| self.run_filter_plugins(state, p, n);
         let mut nomination = None;
         for pl in &self.post_filter {
-            let r = pl.post_filter(state, pod, snap, &diagnosis.node_to_status, &filter);
+            let r = pl.post_filter(state, pod, snap, &diagnosis.node_to_status, self);
             if !r.status.is_success() && !r.status.message().is_empty() {
                 diagnosis.post_filter_msg = r.status.message();
             }
@@ -449,6 +448,38 @@ impl Framework {
                 )
             })
             .collect()
+    }
+}
+
+impl FilterHandle for Framework {
+    fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        self.run_filter_plugins(state, pod, node)
+    }
+
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, added: &PodInfo, node: &NodeInfo) {
+        for pl in &self.pre_filter {
+            if !state.skip_filter.contains(pl.name())
+                && let Some(ext) = pl.extensions()
+            {
+                ext.add_pod(state, pod, added, node);
+            }
+        }
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) {
+        for pl in &self.pre_filter {
+            if !state.skip_filter.contains(pl.name())
+                && let Some(ext) = pl.extensions()
+            {
+                ext.remove_pod(state, pod, removed, node);
+            }
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use berth_api::selector::LabelSelector;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::framework::{NodeInfo, PodInfo, Status};
+use crate::framework::{CycleState, FilterHandle, NodeInfo, PodInfo, Status};
 
 use super::NO_VICTIMS;
 
@@ -103,11 +103,14 @@ pub fn filter_pods_with_pdb_violation(
 /// Removes every lower-priority pod; if the pod then fits, adds back as
 /// many as possible (PDB-violating ones first, higher priority first).
 pub fn select_victims_on_node(
+    state: &CycleState,
     pod: &PodInfo,
     node: &NodeInfo,
     pdbs: &[PodDisruptionBudget],
-    filter: &(dyn Fn(&PodInfo, &NodeInfo) -> Status + Sync),
+    handle: &dyn FilterHandle,
 ) -> Result<Candidate, Status> {
+    // The dry run changes its own copies of the node and the cycle state.
+    let mut state = state.clone();
     let mut trial = node.clone();
     let mut potential: Vec<Arc<PodInfo>> = node
         .pods
@@ -120,8 +123,9 @@ pub fn select_victims_on_node(
     }
     for v in &potential {
         trial.remove_pod(&v.key());
+        handle.remove_pod(&mut state, pod, v, &trial);
     }
-    let s = filter(pod, &trial);
+    let s = handle.run_filter(&state, pod, &trial);
     if !s.is_success() {
         return Err(s);
     }
@@ -136,8 +140,10 @@ pub fn select_victims_on_node(
         .chain(non_violating.into_iter().map(|p| (p, false)))
     {
         trial.add_pod_arc(pi.clone());
-        if !filter(pod, &trial).is_success() {
+        handle.add_pod(&mut state, pod, &pi, &trial);
+        if !handle.run_filter(&state, pod, &trial).is_success() {
             trial.remove_pod(&pi.key());
+            handle.remove_pod(&mut state, pod, &pi, &trial);
             victims.push(pi);
             if is_violating {
                 num_pdb_violations += 1;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::{
-    Code, CycleState, Diagnosis, FitError, NodeInfo, Plugin, PodInfo, PostFilter, PostFilterResult,
-    Snapshot, Status,
+    Code, CycleState, Diagnosis, FilterHandle, FitError, Plugin, PodInfo, PostFilter,
+    PostFilterResult, Snapshot, Status,
 };
 
 pub use candidates::{Candidate, pick_one_node, select_victims_on_node};
@@ -87,11 +87,11 @@ fn eligible(
 impl PostFilter for DefaultPreemption {
     fn post_filter(
         &self,
-        _: &CycleState,
+        state: &CycleState,
         pod: &PodInfo,
         snap: &Snapshot,
         filtered: &HashMap<String, Status>,
-        filter: &(dyn Fn(&PodInfo, &NodeInfo) -> Status + Sync),
+        handle: &dyn FilterHandle,
     ) -> PostFilterResult {
         if let Err(msg) = eligible(pod, snap, filtered) {
             return PostFilterResult::status(Status::unschedulable(format!("preemption: {msg}")));
@@ -107,7 +107,7 @@ impl PostFilter for DefaultPreemption {
                 statuses.insert(n.name().to_string(), Status::unresolvable(NOT_HELPFUL));
                 continue;
             }
-            match select_victims_on_node(pod, n, &snap.pdbs, filter) {
+            match select_victims_on_node(state, pod, n, &snap.pdbs, handle) {
                 Ok(c) => found.push(c),
                 Err(s) => {
                     statuses.insert(n.name().to_string(), s);

@@ -28,9 +28,13 @@ fn preempt(p: Pod, snap: &Snapshot) -> PostFilterResult {
     let fw = default_fw();
     let pi = PodInfo::new(p);
     let filtered = fw.filter_all(&pi, snap);
-    let state = CycleState::default();
-    let f = |p: &PodInfo, n: &NodeInfo| fw.run_filter_plugins(&state, p, n);
-    DefaultPreemption.post_filter(&state, &pi, snap, &filtered, &f)
+    let mut state = CycleState::default();
+    for pl in &fw.pre_filter {
+        if pl.pre_filter(&mut state, &pi, snap).code() == crate::framework::Code::Skip {
+            state.skip_filter.insert(pl.name());
+        }
+    }
+    DefaultPreemption.post_filter(&state, &pi, snap, &filtered, &fw)
 }
 
 fn victims(r: &PostFilterResult) -> Vec<String> {
@@ -201,4 +205,37 @@ fn upstream_texts() {
         disruption_message("default-scheduler"),
         "default-scheduler: preempting to accommodate a higher priority pod"
     );
+}
+
+#[test]
+fn evicting_a_pod_lifts_its_anti_affinity() {
+    use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, PodAntiAffinity};
+    // The low-priority guard refuses web pods on its host; only evicting it helps.
+    let mut guard = cpu_pod("guard", "100m", 0);
+    guard.spec.as_mut().unwrap().affinity = Some(Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                label_selector: Some(LabelSelector {
+                    match_labels: Some([("app".to_string(), "web".to_string())].into()),
+                    ..Default::default()
+                }),
+                topology_key: "kubernetes.io/hostname".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let snap = Snapshot::new(vec![node_info(
+        labeled(
+            node("n1", &[("cpu", "4"), ("pods", "10")]),
+            &[("kubernetes.io/hostname", "n1")],
+        ),
+        vec![guard, cpu_pod("bystander", "100m", 0)],
+    )]);
+    let mut web = cpu_pod("web", "100m", 10);
+    web.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+    let r = preempt(web, &snap);
+    assert!(r.status.is_success(), "{}", r.status);
+    assert_eq!(victims(&r), vec!["guard"], "the bystander is reprieved");
 }

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::framework::{Code, CycleState, Filter, NodeInfo, PodInfo, PreFilter, Snapshot, Status};
+use crate::framework::affinity::NamespaceLabels;
+use crate::framework::{
+    Code, CycleState, Filter, NodeInfo, PodInfo, PreFilter, PreFilterExtensions, Snapshot, Status,
+};
 
 use super::{
     ERR_REASON_AFFINITY_RULES_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -14,7 +17,9 @@ use super::{
 
 const STATE_KEY: &str = "PreFilterInterPodAffinity";
 
+#[derive(Clone)]
 pub(super) struct FilterState {
+    namespaces: Arc<NamespaceLabels>,
     existing_anti_affinity_counts: TopologyCounts,
     affinity_counts: TopologyCounts,
     anti_affinity_counts: TopologyCounts,
@@ -69,14 +74,72 @@ impl PreFilter for InterPodAffinity {
         }
         state.write(
             STATE_KEY,
-            Arc::new(FilterState {
+            FilterState {
+                namespaces: snap.namespaces.clone(),
                 existing_anti_affinity_counts: existing,
                 affinity_counts: affinity,
                 anti_affinity_counts: anti,
                 matches_own_affinity: matches_all(req, &pod.pod, ns),
-            }),
+            },
         );
         Status::success()
+    }
+
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        Some(self)
+    }
+}
+
+/// Upstream's `updateWithPod`: the pair counts a pod on `node` contributes.
+fn update_with_pod(
+    state: &mut CycleState,
+    pod: &PodInfo,
+    other: &PodInfo,
+    node: &NodeInfo,
+    by: i64,
+) {
+    let Some(s) = state.read::<FilterState>(STATE_KEY) else {
+        return;
+    };
+    let mut s = s.clone();
+    let labels = node.labels();
+    let ns = s.namespaces.clone();
+    for t in &other.required_anti_affinity_terms {
+        if t.matches(&pod.pod, &ns) {
+            update(
+                &mut s.existing_anti_affinity_counts,
+                labels,
+                &t.topology_key,
+                by,
+            );
+        }
+    }
+    if matches_all(&pod.required_affinity_terms, &other.pod, &ns) {
+        for t in &pod.required_affinity_terms {
+            update(&mut s.affinity_counts, labels, &t.topology_key, by);
+        }
+    }
+    for t in &pod.required_anti_affinity_terms {
+        if t.matches(&other.pod, &ns) {
+            update(&mut s.anti_affinity_counts, labels, &t.topology_key, by);
+        }
+    }
+    state.write(STATE_KEY, s);
+}
+
+impl PreFilterExtensions for InterPodAffinity {
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, added: &PodInfo, node: &NodeInfo) {
+        update_with_pod(state, pod, added, node, 1);
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) {
+        update_with_pod(state, pod, removed, node, -1);
     }
 }
 
@@ -121,7 +184,7 @@ fn satisfy_pod_affinity(s: &FilterState, pod: &PodInfo, node: &NodeInfo) -> bool
 
 impl Filter for InterPodAffinity {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<Arc<FilterState>>(STATE_KEY) else {
+        let Some(s) = state.read::<FilterState>(STATE_KEY) else {
             return Status::success();
         };
         if !satisfy_pod_affinity(s, pod, node) {

@@ -2,9 +2,10 @@
 //! checks `matching in domain + self − global minimum ≤ maxSkew` per node.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use crate::framework::{Code, CycleState, Filter, NodeInfo, PodInfo, PreFilter, Snapshot, Status};
+use crate::framework::{
+    Code, CycleState, Filter, NodeInfo, PodInfo, PreFilter, PreFilterExtensions, Snapshot, Status,
+};
 
 use super::{
     Constraint, ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -14,6 +15,7 @@ use super::{
 const STATE_KEY: &str = "PreFilterPodTopologySpread";
 
 /// Upstream's preFilterState: matching pods per (constraint, domain value).
+#[derive(Clone)]
 pub(super) struct FilterState {
     pub constraints: Vec<Constraint>,
     pub tp_value_to_match_num: Vec<HashMap<String, i64>>,
@@ -69,14 +71,63 @@ impl PreFilter for PodTopologySpread {
         if s.constraints.is_empty() {
             return Status::new(Code::Skip, Vec::new());
         }
-        state.write(STATE_KEY, Arc::new(s));
+        state.write(STATE_KEY, s);
         Status::success()
+    }
+
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        Some(self)
+    }
+}
+
+impl PodTopologySpread {
+    /// Upstream's `updateWithPod`: a pod added to or removed from `node`
+    /// changes its domain's count for every constraint it matches.
+    fn update_with_pod(
+        state: &mut CycleState,
+        pod: &PodInfo,
+        other: &PodInfo,
+        node: &NodeInfo,
+        delta: i64,
+    ) {
+        let Some(s) = state.read::<FilterState>(STATE_KEY) else {
+            return;
+        };
+        if other.namespace() != pod.namespace() || !has_all_keys(node.labels(), &s.constraints) {
+            return;
+        }
+        let mut s = s.clone();
+        for (i, c) in s.constraints.iter().enumerate() {
+            if !c.includes(pod, node) || !c.selector.matches(other.labels()) {
+                continue;
+            }
+            if let Some(v) = node.labels().get(&c.topology_key) {
+                *s.tp_value_to_match_num[i].entry(v.clone()).or_insert(0) += delta;
+            }
+        }
+        state.write(STATE_KEY, s);
+    }
+}
+
+impl PreFilterExtensions for PodTopologySpread {
+    fn add_pod(&self, state: &mut CycleState, pod: &PodInfo, added: &PodInfo, node: &NodeInfo) {
+        Self::update_with_pod(state, pod, added, node, 1);
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) {
+        Self::update_with_pod(state, pod, removed, node, -1);
     }
 }
 
 impl Filter for PodTopologySpread {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<Arc<FilterState>>(STATE_KEY) else {
+        let Some(s) = state.read::<FilterState>(STATE_KEY) else {
             return Status::success();
         };
         let labels = node.labels();
