@@ -288,8 +288,8 @@ where
     let mut elector = LeaderElector::new(client, cfg);
     loop {
         elector.acquire().await;
-        let term = match term_runtime(&name) {
-            Ok(rt) => rt,
+        let term = match Term::start(&name) {
+            Ok(t) => t,
             Err(e) => {
                 warn!(lease = %name, error = %e, "cannot start a runtime for the component");
                 elector.release().await;
@@ -301,13 +301,42 @@ where
         tokio::select! {
             _ = elector.hold() => {
                 warn!(lease = %name, "leaderelection lost; stopping the component");
-                term.shutdown_background();
+                drop(term);
             }
             _ = task => {
-                term.shutdown_background();
+                drop(term);
                 elector.release().await;
                 return;
             }
+        }
+    }
+}
+
+/// One leadership term's runtime. Dropping it (on loss, or when the process
+/// shuts down and drops `run`) stops every task of the term without blocking,
+/// which dropping a `Runtime` inside another runtime would do (and panic).
+struct Term(Option<tokio::runtime::Runtime>);
+
+impl Term {
+    fn start(name: &str) -> std::io::Result<Self> {
+        term_runtime(name).map(|rt| Term(Some(rt)))
+    }
+
+    fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match &self.0 {
+            Some(rt) => rt.spawn(fut),
+            None => tokio::spawn(fut),
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
         }
     }
 }

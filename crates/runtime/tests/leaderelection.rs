@@ -122,3 +122,30 @@ async fn a_component_runs_only_while_leading_and_stops_on_loss() -> Result<()> {
     runner.abort();
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_leading_runner_stops_its_component_without_panicking() -> Result<()> {
+    let api = berth_apiserver::LocalApiServer::start("leader-drop").await?;
+    let client = client(&api).await?;
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let t = ticks.clone();
+    let runner = tokio::spawn(leaderelection::run(client, short("host_a"), move || {
+        let t = t.clone();
+        async move {
+            loop {
+                t.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(ticks.load(Ordering::SeqCst) > 0, "component never started");
+    // As at process shutdown: the task holding the term's runtime is dropped.
+    runner.abort();
+    let err = runner.await.expect_err("aborted");
+    assert!(err.is_cancelled(), "dropping the runner panicked: {err}");
+    let stopped_at = ticks.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ticks.load(Ordering::SeqCst), stopped_at);
+    Ok(())
+}
