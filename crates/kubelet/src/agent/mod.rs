@@ -3,6 +3,7 @@
 //! runs one worker per pod bound to the node (watch with
 //! `fieldSelector=spec.nodeName=<node>`).
 
+pub mod hooks;
 pub mod machine;
 pub mod podspec;
 pub mod status;
@@ -29,6 +30,9 @@ use crate::backoff::{Backoff, BackoffConfig};
 use crate::cri::{ContainerdConfig, ContainerdProcess, CriRuntime};
 use crate::images;
 use crate::node::{NodeAgent, NodeConfig, NodeHealth};
+use crate::prober::Prober;
+use crate::prober::exec::{RuntimeExec, strip_runtime_prefix};
+use crate::prober::manager::{ProbeManager, ProberUpdate, SystemClock};
 use crate::runtime::{Filter, Runtime};
 use crate::{Error, Result};
 
@@ -126,6 +130,7 @@ impl Agent {
         // Registration first, so pods are only watched once the Node exists.
         crate::node::register(&client, &ncfg, &NodeHealth::default()).await?;
         set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
+        let allocatable = crate::node::allocatable(&ncfg);
         let node_agent = NodeAgent::new(client.clone(), ncfg);
         let mut tasks = vec![tokio::spawn(async move {
             if let Err(e) = node_agent.run(NodeHealth::default).await {
@@ -134,6 +139,24 @@ impl Agent {
         })];
 
         let memory_capacity = machine::memory_bytes();
+        let statuses = Arc::new(worker::StatusStore::default());
+        let prober = Prober::new(Arc::new(RuntimeExec(runtime.clone())));
+        let (probes, probe_updates) =
+            ProbeManager::new(prober, statuses.clone(), Arc::new(SystemClock));
+        let (services, services_writer) = kube::runtime::reflector::store();
+        let svc_api: Api<k8s_openapi::api::core::v1::Service> = Api::all(client.clone());
+        tasks.push(tokio::spawn(async move {
+            let stream = watcher::watcher(svc_api, watcher::Config::default())
+                .default_backoff()
+                .reflect(services_writer)
+                .applied_objects();
+            futures::pin_mut!(stream);
+            while let Some(r) = stream.next().await {
+                if let Err(e) = r {
+                    warn!(error = %e, "service watch");
+                }
+            }
+        }));
         let shared = Arc::new(worker::Shared {
             client: client.clone(),
             runtime: runtime.clone(),
@@ -153,7 +176,16 @@ impl Agent {
             backoff: Mutex::new(Backoff::new(cfg.backoff)),
             resync: Duration::from_secs(1),
             max_grace: cfg.max_grace,
+            probes,
+            statuses,
+            pokes: Mutex::new(HashMap::new()),
+            services,
+            allocatable,
         });
+        tasks.push(tokio::spawn(probe_updates_loop(
+            shared.clone(),
+            probe_updates,
+        )));
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
@@ -320,5 +352,66 @@ async fn remove_orphans(shared: &worker::Shared, live: &HashSet<String>) {
         info!(pod = %format!("{}/{}", s.namespace, s.name), "removing the sandbox of a pod that is gone");
         let _ = shared.runtime.stop_sandbox(&s.id).await;
         let _ = shared.runtime.remove_sandbox(&s.id).await;
+    }
+}
+
+/// Acts on the probe manager's output: events, kills of containers that failed
+/// liveness/startup (the pod's worker then restarts them with back-off), and
+/// status refreshes when a result changes.
+async fn probe_updates_loop(
+    shared: Arc<worker::Shared>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<ProberUpdate>,
+) {
+    use berth_runtime::events::EventType;
+    use k8s_openapi::api::core::v1::ObjectReference;
+    let reference = |ns: &str, pod: &str, uid: &str, container: &str| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(pod.into()),
+        namespace: Some(ns.into()),
+        uid: Some(uid.into()),
+        field_path: Some(format!("spec.containers{{{container}}}")),
+        ..Default::default()
+    };
+    while let Some(u) = rx.recv().await {
+        match u {
+            ProberUpdate::Result { pod_uid, .. } => shared.poke(&pod_uid),
+            ProberUpdate::Event {
+                pod_uid,
+                namespace,
+                pod_name,
+                container,
+                event,
+            } => {
+                let t = if event.type_ == "Normal" {
+                    EventType::Normal
+                } else {
+                    EventType::Warning
+                };
+                shared.recorder.event(
+                    &reference(&namespace, &pod_name, &pod_uid, &container),
+                    t,
+                    event.reason,
+                    event.message,
+                );
+            }
+            ProberUpdate::Restart(req) => {
+                shared.recorder.event(
+                    &reference(&req.namespace, &req.pod_name, &req.pod_uid, &req.container),
+                    EventType::Normal,
+                    "Killing",
+                    req.message.clone(),
+                );
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let grace = Duration::from_secs(req.grace_period_seconds.max(0) as u64);
+                    let id = strip_runtime_prefix(&req.container_id).to_string();
+                    if let Err(e) = shared.runtime.stop_container(&id, grace).await {
+                        warn!(error = %e, container = %req.container, "killing a container that failed its probe");
+                    }
+                    shared.poke(&req.pod_uid);
+                });
+            }
+        }
     }
 }

@@ -20,6 +20,7 @@ use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
 use super::status::{self, ContainerView};
 use crate::backoff::{self, Backoff};
 use crate::envvars;
+use crate::prober::manager::{PodStatusProvider, ProbeManager};
 use crate::runtime::{
     ContainerState, ContainerStatus, Filter, Runtime, RuntimeError, SandboxConfig, SandboxState,
 };
@@ -38,9 +39,58 @@ pub struct Shared {
     pub resync: Duration,
     /// Longest a deleted pod's containers get (caps terminationGracePeriodSeconds).
     pub max_grace: Duration,
+    /// Startup/liveness/readiness probes of every pod.
+    pub probes: ProbeManager,
+    /// The last status each worker computed (what the prober reads).
+    pub statuses: Arc<StatusStore>,
+    /// Wakes a pod's worker (a probe result changed, a container was killed).
+    pub pokes: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    /// Every Service (service link environment variables).
+    pub services: kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>,
+    /// The node's allocatable (resourceFieldRef of containers without limits).
+    pub allocatable: crate::node::Resources,
+}
+
+/// The agent's pod statuses by uid (upstream's status manager cache).
+#[derive(Default)]
+pub struct StatusStore(Mutex<HashMap<String, k8s_openapi::api::core::v1::PodStatus>>);
+
+impl StatusStore {
+    fn set(&self, uid: &str, s: k8s_openapi::api::core::v1::PodStatus) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uid.to_string(), s);
+    }
+
+    fn remove(&self, uid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
+    }
+}
+
+impl PodStatusProvider for StatusStore {
+    fn pod_status(&self, pod_uid: &str) -> Option<k8s_openapi::api::core::v1::PodStatus> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(pod_uid)
+            .cloned()
+    }
 }
 
 impl Shared {
+    /// Wakes the worker of `uid` for an immediate sync.
+    pub fn poke(&self, uid: &str) {
+        if let Some(n) = self
+            .pokes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uid)
+        {
+            n.notify_one();
+        }
+    }
+
     fn backoff(&self) -> std::sync::MutexGuard<'_, Backoff> {
         self.backoff.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -114,17 +164,28 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
         terminal: false,
         sandbox_error: None,
     };
+    let poke = Arc::new(tokio::sync::Notify::new());
+    shared
+        .pokes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(w.uid.clone(), poke.clone());
     let mut last: Option<Pod> = None;
     loop {
         let current = rx.borrow_and_update().clone();
         match current {
             None => {
                 // Gone from the API without our confirmation (force delete).
+                shared.probes.remove_pod(&w.uid);
                 w.teardown(last.as_ref(), Duration::ZERO).await;
+                w.forget();
                 return;
             }
             Some(pod) if pod.metadata.deletion_timestamp.is_some() => {
+                shared.probes.stop_liveness_and_startup(&w.uid);
                 w.terminate(&pod).await;
+                shared.probes.remove_pod(&w.uid);
+                w.forget();
                 return;
             }
             Some(pod) => {
@@ -137,12 +198,22 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
                 // The agent dropped this worker (shutdown): leave containers running.
                 return;
             },
+            _ = poke.notified() => {}
             _ = tokio::time::sleep(shared.resync) => {}
         }
     }
 }
 
 impl Worker {
+    fn forget(&self) {
+        self.shared.statuses.remove(&self.uid);
+        self.shared
+            .pokes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.uid);
+    }
+
     fn rt(&self) -> &dyn Runtime {
         self.shared.runtime.as_ref()
     }
@@ -285,6 +356,7 @@ impl Worker {
             return;
         }
         let sandbox_ok = self.ensure_sandbox(pod).await;
+        self.shared.probes.add_pod(pod);
         let policy = restart_policy(pod).to_string();
         let spec = pod.spec.clone().unwrap_or_default();
         let init = spec.init_containers.clone().unwrap_or_default();
@@ -499,14 +571,21 @@ impl Worker {
         };
         let (cms, secrets) = self.env_sources(pod, c).await;
         let host_ips = vec![self.shared.host_ip.clone()];
-        let empty = BTreeMap::new();
+        let services: Vec<k8s_openapi::api::core::v1::Service> = self
+            .shared
+            .services
+            .state()
+            .iter()
+            .map(|s| (**s).clone())
+            .collect();
+        let service_env = crate::servicelinks::pod_service_env(pod, &services);
         let sources = envvars::EnvSources {
             config_maps: &cms,
             secrets: &secrets,
             pod_ips: &self.ips,
             host_ips: &host_ips,
-            node_allocatable: &empty,
-            service_env: &BTreeMap::new(),
+            node_allocatable: &self.shared.allocatable,
+            service_env: &service_env,
         };
         let env = match envvars::make_environment(pod, c, &sources) {
             Ok(e) => e,
@@ -564,6 +643,7 @@ impl Worker {
                     format!("Started container {}", c.name),
                 );
                 self.waiting.remove(&c.name);
+                self.post_start(pod, c, &id, &cref).await;
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -573,6 +653,31 @@ impl Worker {
             }
         }
         self.prune_dead(&c.name, attempt).await;
+    }
+
+    /// Runs the postStart hook; a failure kills the container (it is then
+    /// restarted per the restart policy), as upstream.
+    async fn post_start(&self, pod: &Pod, c: &Container, id: &str, cref: &ObjectReference) {
+        let Some(h) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
+            return;
+        };
+        let ip = self.ips.first().cloned().unwrap_or_default();
+        let timeout = Duration::from_secs(30);
+        if let Err(msg) = super::hooks::run(self.rt(), pod, c, id, &ip, h, timeout).await {
+            let rec = &self.shared.recorder;
+            rec.event(cref, EventType::Warning, "FailedPostStartHook", msg);
+            rec.event(cref, EventType::Normal, "Killing", "FailedPostStartHook");
+            let grace = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds)
+                .unwrap_or(30)
+                .max(0) as u64;
+            let _ = self
+                .rt()
+                .stop_container(id, Duration::from_secs(grace))
+                .await;
+        }
     }
 
     fn config_error(&mut self, cref: &ObjectReference, c: &Container, msg: &str) {
@@ -616,6 +721,7 @@ impl Worker {
                 v.waiting = None;
             }
         }
+        self.apply_probes(pod, init, containers, &mut views);
         let empty = ContainerView::default();
         let pair = |cs: &[Container]| -> Vec<(Container, ContainerView)> {
             cs.iter()
@@ -686,6 +792,9 @@ impl Worker {
         }
         // Transition times change only with statuses, so an unchanged status
         // serialises identically and is not re-sent.
+        if let Ok(typed) = serde_json::from_value(st.clone()) {
+            self.shared.statuses.set(&self.uid, typed);
+        }
         if self.last_patch.as_ref() != Some(&st) {
             let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), podspec::meta(pod).1);
             let name = podspec::meta(pod).0;
@@ -704,6 +813,43 @@ impl Worker {
         if phase == "Succeeded" || phase == "Failed" {
             self.terminal = true;
             self.stop_sandboxes().await;
+        }
+    }
+
+    /// `started`/`ready` of each container from the probe manager.
+    fn apply_probes(
+        &self,
+        pod: &Pod,
+        init: &[Container],
+        containers: &[Container],
+        views: &mut HashMap<String, ContainerView>,
+    ) {
+        let to_status = |cs: &[Container],
+                         views: &HashMap<String, ContainerView>|
+         -> Vec<k8s_openapi::api::core::v1::ContainerStatus> {
+            cs.iter()
+                .filter_map(|c| {
+                    let v = views.get(&c.name).cloned().unwrap_or_default();
+                    serde_json::from_value(status::container_status(c, &v)).ok()
+                })
+                .collect()
+        };
+        let mut ps = k8s_openapi::api::core::v1::PodStatus {
+            container_statuses: Some(to_status(containers, views)),
+            init_container_statuses: Some(to_status(init, views)),
+            ..Default::default()
+        };
+        self.shared.probes.update_pod_status(pod, &mut ps);
+        for cs in ps
+            .container_statuses
+            .iter()
+            .flatten()
+            .chain(ps.init_container_statuses.iter().flatten())
+        {
+            if let Some(v) = views.get_mut(&cs.name) {
+                v.ready = Some(cs.ready);
+                v.started = cs.started;
+            }
         }
     }
 
@@ -730,20 +876,48 @@ impl Worker {
             .iter()
             .filter(|c| c.state == ContainerState::Running)
             .map(|c| {
-                if let Some(p) = pod {
-                    let name = c
-                        .labels
-                        .get(LABEL_CONTAINER_NAME)
-                        .cloned()
-                        .unwrap_or_default();
-                    self.shared.recorder.event(
-                        &container_ref(p, &name, false),
-                        EventType::Normal,
-                        "Killing",
-                        format!("Stopping container {name}"),
-                    );
+                let this = &*self;
+                async move {
+                    let started = Instant::now();
+                    if let Some(p) = pod {
+                        let name = c
+                            .labels
+                            .get(LABEL_CONTAINER_NAME)
+                            .cloned()
+                            .unwrap_or_default();
+                        let cref = container_ref(p, &name, false);
+                        this.shared.recorder.event(
+                            &cref,
+                            EventType::Normal,
+                            "Killing",
+                            format!("Stopping container {name}"),
+                        );
+                        // preStop runs within the grace period; what is left goes to SIGTERM.
+                        let spec = p
+                            .spec
+                            .as_ref()
+                            .map(|s| s.containers.as_slice())
+                            .unwrap_or(&[]);
+                        if let Some(cs) = spec.iter().find(|cs| cs.name == name)
+                            && let Some(h) = cs.lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref())
+                            && !grace.is_zero()
+                        {
+                            let ip = this.ips.first().cloned().unwrap_or_default();
+                            if let Err(msg) =
+                                super::hooks::run(this.rt(), p, cs, &c.id, &ip, h, grace).await
+                            {
+                                this.shared.recorder.event(
+                                    &cref,
+                                    EventType::Warning,
+                                    "FailedPreStopHook",
+                                    msg,
+                                );
+                            }
+                        }
+                    }
+                    let left = grace.saturating_sub(started.elapsed());
+                    this.rt().stop_container(&c.id, left).await
                 }
-                self.rt().stop_container(&c.id, grace)
             });
         for r in futures::future::join_all(stops).await {
             if let Err(e) = r {
