@@ -141,7 +141,8 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
 
     let out = s.k(&["rollout", "status", "sts/web", "--timeout=30s"]);
     assert!(
-        out.contains("partitioned roll out complete") || out.contains("complete"),
+        // The API server defaults partition to 0, so kubectl reports a partitioned rollout.
+        out.contains("partitioned roll out complete: 3 new pods have been updated"),
         "{out}"
     );
 
@@ -187,6 +188,51 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
     );
     let revs = items(&s, "/apis/apps/v1/namespaces/default/controllerrevisions");
     assert!(revs.iter().any(|r| name(r) == rev), "{revs:?}");
+
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=web",
+    ]);
+    assert!(
+        events.contains("create Pod web-0 in StatefulSet web successful"),
+        "{events}"
+    );
+    assert!(
+        events.contains("create Claim www-web-0 Pod web-0 in StatefulSet web success"),
+        "{events}"
+    );
+
+    // Rolling update: pods move to the new revision from the highest ordinal
+    // down, one at a time.
+    s.k(&["set", "image", "sts/web", "nginx=nginx:1.28"]);
+    let mut updated: Vec<String> = Vec::new();
+    wait_for(
+        "all pods updated and Ready",
+        Duration::from_secs(45),
+        || {
+            let ps = pods(&s, "app%3Dweb");
+            for p in &ps {
+                let n = name(p);
+                if p["spec"]["containers"][0]["image"] == "nginx:1.28" && !updated.contains(&n) {
+                    updated.push(n);
+                }
+            }
+            ps.len() == 3
+                && ps.iter().all(|p| {
+                    is_ready(p)
+                        && p["spec"]["containers"][0]["image"] == "nginx:1.28"
+                        && p["metadata"]["deletionTimestamp"].is_null()
+                })
+        },
+    );
+    assert_eq!(updated, ["web-2", "web-1", "web-0"]);
+    s.k(&["rollout", "status", "sts/web", "--timeout=30s"]);
+    let st = get(&s, "/apis/apps/v1/namespaces/default/statefulsets/web")["status"].clone();
+    assert_eq!(st["currentRevision"], st["updateRevision"], "{st}");
+    assert_ne!(st["updateRevision"], rev.as_str(), "{st}");
+    assert_eq!(st["updatedReplicas"], 3, "{st}");
 
     // Scale down to 1: web-2 goes first, and web-1 only after web-2 is gone.
     s.k(&["scale", "sts/web", "--replicas=1"]);
@@ -313,6 +359,24 @@ fn daemonset_one_pod_per_untainted_node_and_rolling_update() {
                 .all(|p| p["spec"]["containers"][0]["image"] == "busybox:1.37")
     });
     assert_eq!(daemon_nodes(&s), ["sim-node-0", "sim-node-1", "sim-node-2"]);
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=agent",
+    ]);
+    assert!(events.contains("SuccessfulCreate"), "{events}");
+    assert!(events.contains("Created pod: agent-"), "{events}");
+
+    // A node that goes away takes its daemon pod with it.
+    s.k(&["delete", "node", "sim-node-2"]);
+    wait_for("sim-node-2's pod gone", Duration::from_secs(20), || {
+        daemon_nodes(&s) == ["sim-node-0", "sim-node-1"]
+    });
+    wait_for("desiredNumberScheduled 2", Duration::from_secs(10), || {
+        get(&s, "/apis/apps/v1/namespaces/default/daemonsets/agent")["status"]["desiredNumberScheduled"]
+            == 2
+    });
 }
 
 fn job(name: &str, extra_spec: &str, annotations: &str) -> String {
@@ -364,6 +428,15 @@ fn jobs_complete_fail_and_index() {
             "indexed",
             "  completions: 3\n  parallelism: 3\n  completionMode: Indexed",
             "sim.berth.dev/run-seconds: \"1\"",
+        ),
+    );
+
+    apply(
+        &s,
+        &job(
+            "policy",
+            "  backoffLimit: 6\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n      onExitCodes: {containerName: main, operator: In, values: [42]}",
+            "sim.berth.dev/exit-code: \"42\"",
         ),
     );
 
@@ -475,6 +548,29 @@ fn jobs_complete_fail_and_index() {
         "Job has reached the specified backoff limit"
     );
     assert_eq!(pods(&s, "batch.kubernetes.io%2Fjob-name%3Dbroken").len(), 2);
+
+    // A FailJob rule fails the Job on the first matching pod, whatever the backoffLimit.
+    s.k(&[
+        "wait",
+        "--for=condition=failed",
+        "job/policy",
+        "--timeout=30s",
+    ]);
+    let st = job_status(&s, "policy");
+    let failed = st["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Failed"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(failed["reason"], "PodFailurePolicy", "{st}");
+    let pod = name(&pods(&s, "batch.kubernetes.io%2Fjob-name%3Dpolicy")[0]);
+    assert_eq!(
+        failed["message"],
+        format!(
+            "Container main for pod default/{pod} failed with exit code 42 matching FailJob rule at index 0"
+        )
+    );
+    assert_eq!(st["failed"], 1, "{st}");
 }
 
 #[test]

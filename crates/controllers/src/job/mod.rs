@@ -9,11 +9,12 @@
 //! its finalizer is removed, then it moves into `succeeded`/`failed`, so no pod
 //! is counted twice or lost. Success and failure first set the
 //! `SuccessCriteriaMet`/`FailureTarget` condition and become `Complete`/`Failed`
-//! once no pod is left running. podFailurePolicy and backoffLimitPerIndex are
-//! not implemented. Events use upstream's reasons (`SuccessfulCreate`,
+//! once no pod is left running. `podFailurePolicy` rules (FailJob, Ignore,
+//! Count) apply to failed pods; backoffLimitPerIndex is not implemented. Events use upstream's reasons (`SuccessfulCreate`,
 //! `SuccessfulDelete`, `Completed`, `BackoffLimitExceeded`, `DeadlineExceeded`,
 //! `Suspended`, `Resumed`).
 
+pub mod failurepolicy;
 pub mod logic;
 
 use std::collections::BTreeSet;
@@ -210,7 +211,10 @@ fn completion_index(p: &Pod) -> Option<i32> {
 }
 
 /// (consecutive failures after the last success, time of the last failure).
-fn failures_since_success(pods: &[Pod]) -> (u32, Option<Timestamp>) {
+fn failures_since_success(
+    pods: &[Pod],
+    policy: Option<&k8s_openapi::api::batch::v1::PodFailurePolicy>,
+) -> (u32, Option<Timestamp>) {
     let last_success = pods
         .iter()
         .filter(|p| podutil::phase(p) == "Succeeded")
@@ -219,6 +223,10 @@ fn failures_since_success(pods: &[Pod]) -> (u32, Option<Timestamp>) {
     let fails: Vec<Timestamp> = pods
         .iter()
         .filter(|p| podutil::phase(p) == "Failed")
+        .filter(|p| {
+            policy
+                .is_none_or(|pol| failurepolicy::evaluate(pol, p) != failurepolicy::Outcome::Ignore)
+        })
         .filter_map(finish_time)
         .filter(|t| last_success.is_none_or(|s| *t > s))
         .collect();
@@ -277,6 +285,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let mut done_idx =
         logic::parse_indexes(status.completed_indexes.as_deref().unwrap_or_default());
     let mut to_release: Vec<&Pod> = Vec::new();
+    let mut policy_failure: Option<JobCondition> = None;
     for p in pods.iter().filter(|p| has_finalizer(p)) {
         let uid = p.metadata.uid.clone().unwrap_or_default();
         let phase = podutil::phase(p);
@@ -292,7 +301,17 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             }
             to_release.push(p);
         } else if phase == "Failed" || (podutil::is_terminating(p) && !suspended) {
-            if !unc_ok.contains(&uid) {
+            let outcome = match (&spec.pod_failure_policy, phase == "Failed") {
+                (Some(pol), true) => failurepolicy::evaluate(pol, p),
+                _ => failurepolicy::Outcome::Count,
+            };
+            if let failurepolicy::Outcome::FailJob(m) = &outcome
+                && policy_failure.is_none()
+                && condition_true(&job, FAILURE_TARGET).is_none()
+            {
+                policy_failure = Some(new_condition(FAILURE_TARGET, failurepolicy::REASON, m, now));
+            }
+            if outcome != failurepolicy::Outcome::Ignore && !unc_ok.contains(&uid) {
                 unc_fail.insert(uid);
             }
             to_release.push(p);
@@ -314,11 +333,18 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         || uncounted.failed.clone().unwrap_or_default().len() != unc_fail.len();
     let idx_changed =
         indexed && status.completed_indexes.clone().unwrap_or_default() != completed_str;
-    if unc_changed || idx_changed {
+    if unc_changed || idx_changed || policy_failure.is_some() {
         let mut patch = json!({"status": {"uncountedTerminatedPods": {
             "succeeded": unc_ok.iter().collect::<Vec<_>>(),
             "failed": unc_fail.iter().collect::<Vec<_>>(),
         }}});
+        // Recorded with the uncounted pods: once their finalizers are gone
+        // the pod that matched a FailJob rule may be too.
+        if let Some(c) = &policy_failure {
+            let mut conds = status.conditions.clone().unwrap_or_default();
+            set_condition(&mut conds, c.clone());
+            patch["status"]["conditions"] = json!(conds);
+        }
         if indexed {
             patch["status"]["completedIndexes"] = json!(completed_str);
             patch["status"]["succeeded"] = json!(done_idx.len());
@@ -362,7 +388,9 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let mut success = condition_true(&job, SUCCESS_CRITERIA_MET);
     let decided_before = failure.is_some() || success.is_some();
     if failure.is_none() && success.is_none() {
-        if failed > spec.backoff_limit.unwrap_or(6) {
+        if let Some(c) = policy_failure.clone() {
+            failure = Some(c);
+        } else if failed > spec.backoff_limit.unwrap_or(6) {
             failure = Some(new_condition(
                 FAILURE_TARGET,
                 BACKOFF_LIMIT_EXCEEDED,
@@ -602,7 +630,7 @@ async fn manage(
     if have == want {
         return Ok(None);
     }
-    let (failures, last) = failures_since_success(pods);
+    let (failures, last) = failures_since_success(pods, spec.pod_failure_policy.as_ref());
     let delay = logic::failure_backoff(failures);
     if let Some(last) = last {
         let since = now.duration_since(last).unsigned_abs();
@@ -867,7 +895,7 @@ mod tests {
             ),
         ];
         for (pods, n, last) in cases {
-            let (got_n, got_last) = failures_since_success(&pods);
+            let (got_n, got_last) = failures_since_success(&pods, None);
             assert_eq!(got_n, n);
             assert_eq!(got_last.map(|t| t.as_second()), last);
         }

@@ -9,6 +9,7 @@
 //! | --- | --- |
 //! | `sim.berth.dev/fail: "true"` | the containers exit 1 (reason `Error`) instead of starting; the pod becomes `Failed` |
 //! | `sim.berth.dev/run-seconds: "N"` | the pod runs (Ready) for N seconds, then its containers exit 0 (reason `Completed`), or 1 (reason `Error`) with `fail` also set; with `restartPolicy` `Never` or `OnFailure` the pod becomes `Succeeded` (or `Failed`). Under `Always` a real kubelet would restart the containers, so the annotation is ignored there. |
+//! | `sim.berth.dev/exit-code: "N"` | the exit code the containers terminate with (overrides `fail`'s 1); non-zero fails the pod, at once or after `run-seconds` |
 //!
 //! Jobs use `run-seconds` to finish and `fail` (with or without it) to fail.
 
@@ -35,6 +36,8 @@ use crate::node::{
 
 /// Annotation that makes a simulated pod fail (container exits 1).
 pub const FAIL_ANNOTATION: &str = "sim.berth.dev/fail";
+/// Annotation: the simulated containers' exit code (non-zero fails the pod).
+pub const EXIT_CODE_ANNOTATION: &str = "sim.berth.dev/exit-code";
 /// Annotation: seconds a simulated pod runs before its containers terminate.
 pub const RUN_SECONDS_ANNOTATION: &str = "sim.berth.dev/run-seconds";
 

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
-use super::{FAIL_ANNOTATION, RUN_SECONDS_ANNOTATION, SimConfig};
+use super::{EXIT_CODE_ANNOTATION, FAIL_ANNOTATION, RUN_SECONDS_ANNOTATION, SimConfig};
 use crate::Result;
 
 /// Pod API writes in flight at once, so a burst of pods cannot flood the server.
@@ -180,12 +180,8 @@ impl PodDriver {
     fn spawn_start(&self, pod: &Pod, node: &str, ip: Option<u8>) {
         let (subnet, host_ip) = self.subnets.get(node).cloned().unwrap_or_default();
         let pod_ip = ip.map(|o| format!("{subnet}.{o}"));
-        let fail = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(FAIL_ANNOTATION))
-            .is_some_and(|v| v == "true");
+        let code = exit_code(pod);
+        let fail = code != 0;
         let run_for = run_for(pod);
         let api: Api<Pod> = Api::namespaced(
             self.client.clone(),
@@ -203,7 +199,7 @@ impl PodDriver {
             }
             tokio::time::sleep(delay).await;
             let next = if fail && run_for.is_none() {
-                terminated_status(&pod, &host_ip, pod_ip.as_deref(), &started, 1)
+                terminated_status(&pod, &host_ip, pod_ip.as_deref(), &started, code)
             } else {
                 running_status(&pod, &host_ip, pod_ip.as_deref(), &started)
             };
@@ -212,7 +208,6 @@ impl PodDriver {
             }
             if let Some(d) = run_for {
                 tokio::time::sleep(d).await;
-                let code = if fail { 1 } else { 0 };
                 let done = terminated_status(&pod, &host_ip, pod_ip.as_deref(), &started, code);
                 let _ = patch_status(&api, &name, &permits, done).await;
             }
@@ -253,6 +248,22 @@ impl PodDriver {
             }
         });
     }
+}
+
+/// The simulated containers' exit code: `sim.berth.dev/exit-code` when set,
+/// else 1 with `sim.berth.dev/fail: "true"`, else 0.
+fn exit_code(pod: &Pod) -> i32 {
+    let ann = pod.metadata.annotations.as_ref();
+    if let Some(c) = ann
+        .and_then(|a| a.get(EXIT_CODE_ANNOTATION))
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return c;
+    }
+    let fail = ann
+        .and_then(|a| a.get(FAIL_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    i32::from(fail)
 }
 
 /// How long the pod runs before its containers exit (`sim.berth.dev/run-seconds`);
@@ -569,6 +580,32 @@ mod tests {
         ];
         for (policy, run, want) in cases {
             assert_eq!(run_for(&pod(policy, run)), want, "{policy:?} {run:?}");
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let with = |kv: &[(&str, &str)]| Pod {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                annotations: Some(
+                    kv.iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let cases: &[(&[(&str, &str)], i32)] = &[
+            (&[], 0),
+            (&[(FAIL_ANNOTATION, "true")], 1),
+            (&[(FAIL_ANNOTATION, "no")], 0),
+            (&[(EXIT_CODE_ANNOTATION, "42")], 42),
+            (&[(FAIL_ANNOTATION, "true"), (EXIT_CODE_ANNOTATION, "3")], 3),
+            (&[(EXIT_CODE_ANNOTATION, "x")], 0),
+        ];
+        for (kv, want) in cases {
+            assert_eq!(exit_code(&with(kv)), *want, "{kv:?}");
         }
     }
 
