@@ -57,8 +57,40 @@ struct Shared {
     namespaces: RwLock<Arc<NamespaceLabels>>,
     pdbs: RwLock<HashMap<String, PodDisruptionBudget>>,
     priority_classes: RwLock<HashMap<String, i32>>,
+    nominator: Mutex<Nominator>,
     profiles: HashMap<String, Arc<Framework>>,
     stop: AtomicBool,
+}
+
+/// Pending pods nominated to nodes by preemption (upstream's nominator):
+/// other pods of lower priority must leave room for them there.
+#[derive(Default)]
+struct Nominator {
+    by_pod: HashMap<String, (String, Arc<PodInfo>)>,
+    changed: bool,
+}
+
+impl Nominator {
+    fn add(&mut self, key: &str, node: &str, pi: Arc<PodInfo>) {
+        self.by_pod.insert(key.to_string(), (node.to_string(), pi));
+        self.changed = true;
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.changed |= self.by_pod.remove(key).is_some();
+    }
+
+    /// The nominations by node, when they changed since the last call.
+    fn take_changes(&mut self) -> Option<HashMap<String, Vec<Arc<PodInfo>>>> {
+        if !std::mem::take(&mut self.changed) {
+            return None;
+        }
+        let mut by_node: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+        for (node, pi) in self.by_pod.values() {
+            by_node.entry(node.clone()).or_default().push(pi.clone());
+        }
+        Some(by_node)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -182,6 +214,7 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         namespaces: RwLock::new(Arc::default()),
         pdbs: RwLock::new(HashMap::new()),
         priority_classes: RwLock::new(HashMap::new()),
+        nominator: Mutex::new(Nominator::default()),
         profiles,
         stop: AtomicBool::new(false),
     });
@@ -385,6 +418,7 @@ fn on_pod(s: &Shared, pod: Pod) {
     if node_name(&pod).is_some() || is_terminal(&pod) {
         let assigned = node_name(&pod).is_some();
         let had = lock(&s.pending).remove(&key).is_some();
+        lock(&s.nominator).remove(&key);
         if had {
             s.with_queue(|q| q.delete(&key));
         }
@@ -402,11 +436,20 @@ fn on_pod(s: &Shared, pod: Pod) {
     }
     if pod.metadata.deletion_timestamp.is_some() {
         lock(&s.pending).remove(&key);
+        lock(&s.nominator).remove(&key);
         s.with_queue(|q| q.delete(&key));
         return;
     }
     if s.profiles.contains_key(scheduler_name(&pod)) {
         let prio = pod.spec.as_ref().and_then(|sp| sp.priority).unwrap_or(0);
+        if let Some(n) = pod
+            .status
+            .as_ref()
+            .and_then(|st| st.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty())
+        {
+            lock(&s.nominator).add(&key, n, Arc::new(PodInfo::from_arc(pod.clone())));
+        }
         lock(&s.pending).insert(key.clone(), pod);
         s.with_queue(|q| q.add(&key, prio));
     }
@@ -414,6 +457,7 @@ fn on_pod(s: &Shared, pod: Pod) {
 
 fn on_pod_deleted(s: &Shared, key: &str) {
     lock(&s.pending).remove(key);
+    lock(&s.nominator).remove(key);
     let was_bound = {
         let mut c = s.cache();
         let had = c.contains_pod(key) && !c.is_assumed(key);
@@ -504,6 +548,9 @@ impl Looper {
             self.snapshot.pdbs = Arc::new(pdbs.values().cloned().collect());
         }
         drop(pdbs);
+        if let Some(by_node) = lock(&self.shared.nominator).take_changes() {
+            self.snapshot.nominated = Arc::new(by_node);
+        }
         let pod_info = Arc::new(PodInfo::from_arc(pod.clone()));
         match fw.schedule_pod(&pod_info, &self.snapshot, &mut self.search) {
             Ok(res) => {
@@ -559,6 +606,7 @@ impl Looper {
                 );
                 let nominated = nomination.as_ref().map(|n| n.node.clone());
                 if let Some(n) = nomination {
+                    lock(&self.shared.nominator).add(key, &n.node, pod_info.clone());
                     self.spawn_preemption(pod.clone(), n, fw.scheduler_name.clone());
                 }
                 let api: Api<Pod> = Api::namespaced(

@@ -178,6 +178,41 @@ impl Framework {
         Status::success()
     }
 
+    /// Upstream's `RunFilterPluginsWithNominatedPods`: pods of at least this
+    /// pod's priority nominated to the node count as if already there; when
+    /// they do, the filters run a second time without them (so affinity to
+    /// a nominated pod is not assumed).
+    pub fn run_filter_plugins_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        snap: &Snapshot,
+    ) -> Status {
+        let key = pod.key();
+        let nominated: Vec<&Arc<PodInfo>> = snap
+            .nominated
+            .get(node.name())
+            .into_iter()
+            .flatten()
+            .filter(|p| p.priority() >= pod.priority() && p.key() != key)
+            .collect();
+        if nominated.is_empty() {
+            return self.run_filter_plugins(state, pod, node);
+        }
+        let mut with = state.clone();
+        let mut info = node.clone();
+        for p in nominated {
+            info.add_pod_arc(p.clone());
+            FilterHandle::add_pod(self, &mut with, pod, p, &info);
+        }
+        let s = self.run_filter_plugins(&with, pod, &info);
+        if !s.is_success() {
+            return s;
+        }
+        self.run_filter_plugins(state, pod, node)
+    }
+
     /// Filters and scores the snapshot's nodes for `pod`, returning the chosen node.
     pub fn schedule_pod(
         &self,
@@ -232,7 +267,8 @@ impl Framework {
                     return false;
                 }
                 let idx = (start + i) % n;
-                let s = self.run_filter_plugins(state_ref, pod, &nodes[idx]);
+                let s =
+                    self.run_filter_plugins_with_nominated_pods(state_ref, pod, &nodes[idx], snap);
                 match s.code() {
                     Code::Success | Code::Skip => {
                         if found.fetch_add(1, Ordering::Relaxed) < to_find {
@@ -598,5 +634,30 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn nominated_pods_keep_their_room_from_lower_priorities() {
+        let fw = new_framework(&Profile::default()).unwrap();
+        let mut snap = Snapshot::new(vec![node_info(
+            node("n1", &[("cpu", "1"), ("pods", "10")]),
+            vec![],
+        )]);
+        let mut nominated = pod("preemptor", &[&[("cpu", "1")]]);
+        nominated.spec.as_mut().unwrap().priority = Some(10);
+        snap.nominated = Arc::new(HashMap::from([(
+            "n1".to_string(),
+            vec![Arc::new(PodInfo::new(nominated.clone()))],
+        )]));
+        // (pod priority, fits)
+        for (prio, fits) in [(0, false), (10, false), (20, true)] {
+            let mut p = pod("p", &[&[("cpu", "500m")]]);
+            p.spec.as_mut().unwrap().priority = Some(prio);
+            let r = fw.schedule_pod(&PodInfo::new(p), &snap, &mut SearchState::default());
+            assert_eq!(r.is_ok(), fits, "priority {prio}");
+        }
+        // The nominated pod itself is not in its own way.
+        let r = fw.schedule_pod(&PodInfo::new(nominated), &snap, &mut SearchState::default());
+        assert_eq!(r.unwrap().suggested_host, "n1");
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use super::affinity::NamespaceLabels;
-use super::types::NodeInfo;
+use super::types::{NodeInfo, PodInfo};
 
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -22,6 +22,8 @@ pub struct Snapshot {
     pub have_pods_with_required_anti_affinity: Vec<usize>,
     pub namespaces: Arc<NamespaceLabels>,
     pub pdbs: Arc<Vec<PodDisruptionBudget>>,
+    /// Pending pods nominated to a node by preemption, by node name.
+    pub nominated: Arc<HashMap<String, Vec<Arc<PodInfo>>>>,
 }
 
 impl Snapshot {
