@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod servicelinks;
 pub mod sim;
 pub mod status;
+pub mod volumes;
 
 /// Errors from the node library and the simulator.
 #[derive(Debug, thiserror::Error)]
