@@ -129,13 +129,28 @@ fn selecting(services: &Store<Service>, ns: &str, labels: &BTreeMap<String, Stri
         .collect()
 }
 
-/// Runs the loop; `sync` reconciles one Service. `owned` receives keys from
-/// [`watch_owned`] tasks the caller starts with the returned sender's twin.
+/// Keeps a reflector's stream drained (so the store stays current and the
+/// watch never backs up while a sync runs) and reports what changed.
+async fn drain<K, S>(controller: &'static str, stream: S, mut on_event: impl FnMut(Event<K>))
+where
+    S: Stream<Item = Result<Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => on_event(ev),
+            Err(e) => warn!(controller, error = %e, "watch failed"),
+        }
+    }
+}
+
+/// Runs the loop; `sync` reconciles one Service. `keys` receives Service keys
+/// from [`watch_owned`] tasks and retries; `keys_tx` is its sender.
 pub async fn run<F, Fut>(
     client: kube::Client,
     controller: &'static str,
-    owned: mpsc::UnboundedReceiver<Key>,
-    owned_tx: mpsc::UnboundedSender<Key>,
+    keys: mpsc::UnboundedReceiver<Key>,
+    keys_tx: mpsc::UnboundedSender<Key>,
     sync: F,
 ) where
     F: Fn(Arc<Caches>, Key) -> Fut,
@@ -146,7 +161,7 @@ pub async fn run<F, Fut>(
     let (nodes, node_writer) = reflector::store::<Node>();
     let caches = Arc::new(Caches {
         services: services.clone(),
-        pods,
+        pods: pods.clone(),
         nodes,
     });
     let svc_events = reflector::reflector(
@@ -161,72 +176,79 @@ pub async fn run<F, Fut>(
         node_writer,
         watcher(Api::<Node>::all(client)).default_backoff(),
     );
-    let mut svc_events = std::pin::pin!(svc_events);
-    let mut pod_events = std::pin::pin!(pod_events);
-    let mut node_events = std::pin::pin!(node_events);
-    let mut owned = owned;
+    let tx = keys_tx.clone();
+    let svc_task = tokio::spawn(drain(controller, svc_events, move |ev| {
+        if let Event::Apply(s) | Event::Delete(s) | Event::InitApply(s) = ev {
+            let _ = tx.send(key_of(&s.metadata));
+        }
+    }));
+    let tx = keys_tx.clone();
+    let svc_store = services.clone();
+    // Pod labels as last seen, to find the Services a pod stopped matching.
+    let mut pod_labels: HashMap<Key, BTreeMap<String, String>> = HashMap::new();
+    let pod_task = tokio::spawn(drain(controller, pod_events, move |ev| match ev {
+        Event::Apply(p) | Event::InitApply(p) => {
+            let k = key_of(&p.metadata);
+            let labels = p.metadata.labels.clone().unwrap_or_default();
+            let old = pod_labels.insert(k.clone(), labels.clone());
+            for s in selecting(&svc_store, &k.0, &labels) {
+                let _ = tx.send(s);
+            }
+            if let Some(old) = old.filter(|o| o != &labels) {
+                for s in selecting(&svc_store, &k.0, &old) {
+                    let _ = tx.send(s);
+                }
+            }
+        }
+        Event::Delete(p) => {
+            let k = key_of(&p.metadata);
+            let labels = pod_labels.remove(&k).unwrap_or_default();
+            for s in selecting(&svc_store, &k.0, &labels) {
+                let _ = tx.send(s);
+            }
+        }
+        Event::Init | Event::InitDone => {}
+    }));
+    let node_task = tokio::spawn(drain(controller, node_events, |_| {}));
+    // Sync nothing before the first full lists: an empty cache would empty endpoints.
+    if services.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
+        warn!(controller, "informers never synced");
+        return;
+    }
+    let mut keys = keys;
     let mut queue = Queue {
         order: VecDeque::new(),
         queued: HashSet::new(),
     };
-    // Pod labels as last seen, to find the Services a pod stopped matching.
-    let mut pod_labels: HashMap<Key, BTreeMap<String, String>> = HashMap::new();
-    let (mut svc_synced, mut pods_synced) = (false, false);
     let mut resync = tokio::time::interval(RESYNC);
     loop {
-        let ready = svc_synced && pods_synced && !queue.order.is_empty();
+        while let Ok(k) = keys.try_recv() {
+            queue.push(k);
+        }
+        if let Some(k) = queue.pop() {
+            if let Err(e) = sync(caches.clone(), k.clone()).await {
+                warn!(controller, service = %format!("{}/{}", k.0, k.1), error = %e, "sync failed; retrying");
+                let tx = keys_tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY).await;
+                    let _ = tx.send(k);
+                });
+            }
+            continue;
+        }
         tokio::select! {
-            biased;
-            Some(ev) = svc_events.next() => match ev {
-                Ok(Event::Apply(s) | Event::Delete(s) | Event::InitApply(s)) => queue.push(key_of(&s.metadata)),
-                Ok(Event::InitDone) => svc_synced = true,
-                Ok(Event::Init) => {}
-                Err(e) => warn!(controller, error = %e, "service watch failed"),
+            k = keys.recv() => match k {
+                Some(k) => queue.push(k),
+                None => break,
             },
-            Some(ev) = pod_events.next() => match ev {
-                Ok(Event::Apply(p) | Event::InitApply(p)) => {
-                    let k = key_of(&p.metadata);
-                    let labels = p.metadata.labels.clone().unwrap_or_default();
-                    let old = pod_labels.insert(k.clone(), labels.clone());
-                    for s in selecting(&services, &k.0, &labels) {
-                        queue.push(s);
-                    }
-                    if let Some(old) = old.filter(|o| o != &labels) {
-                        for s in selecting(&services, &k.0, &old) {
-                            queue.push(s);
-                        }
-                    }
-                }
-                Ok(Event::Delete(p)) => {
-                    let k = key_of(&p.metadata);
-                    let labels = pod_labels.remove(&k).unwrap_or_default();
-                    for s in selecting(&services, &k.0, &labels) {
-                        queue.push(s);
-                    }
-                }
-                Ok(Event::InitDone) => pods_synced = true,
-                Ok(Event::Init) => {}
-                Err(e) => warn!(controller, error = %e, "pod watch failed"),
-            },
-            Some(_) = node_events.next() => {}
-            Some(k) = owned.recv() => queue.push(k),
             _ = resync.tick() => {
                 for s in services.state() {
                     queue.push(key_of(&s.metadata));
                 }
             }
-            _ = std::future::ready(()), if ready => {
-                if let Some(k) = queue.pop()
-                    && let Err(e) = sync(caches.clone(), k.clone()).await
-                {
-                    warn!(controller, service = %format!("{}/{}", k.0, k.1), error = %e, "sync failed; retrying");
-                    let tx = owned_tx.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(RETRY).await;
-                        let _ = tx.send(k);
-                    });
-                }
-            }
         }
     }
+    svc_task.abort();
+    pod_task.abort();
+    node_task.abort();
 }
