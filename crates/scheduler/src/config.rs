@@ -34,6 +34,8 @@ pub struct Profile {
     #[serde(default)]
     pub scheduler_name: Option<String>,
     #[serde(default)]
+    pub percentage_of_nodes_to_score: Option<u32>,
+    #[serde(default)]
     pub plugins: Option<Plugins>,
     #[serde(default)]
     pub plugin_config: Vec<PluginConfig>,
@@ -256,6 +258,9 @@ profiles:
                 weight: 2
               - name: memory
   - schedulerName: bin-packer
+    percentageOfNodesToScore: 30
+percentageOfNodesToScore: 20
+parallelism: 4
 "#;
         let cfg = SchedulerConfig::from_yaml(yaml).unwrap();
         assert_eq!(cfg.profiles.len(), 2);
@@ -294,6 +299,9 @@ profiles:
             ]
         );
         assert_eq!(cfg.profiles[1].scheduler_name(), "bin-packer");
+        assert_eq!(cfg.profiles[1].percentage_of_nodes_to_score, Some(30));
+        assert_eq!(cfg.percentage_of_nodes_to_score, Some(20));
+        assert!(cfg.effective_parallelism() >= 1 && cfg.effective_parallelism() <= 4);
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct WeightedScore {
 /// The plugins of one profile, per extension point, in run order.
 pub struct Framework {
     pub scheduler_name: String,
+    /// The profile's own percentageOfNodesToScore, over the global one.
+    pub percentage_of_nodes_to_score: Option<u32>,
     pub queue_sort: Arc<dyn QueueSort>,
     pub pre_filter: Vec<Arc<dyn PreFilter>>,
     pub filter: Vec<Arc<dyn Filter>>,
@@ -251,7 +253,10 @@ impl Framework {
         }
 
         let n = nodes.len();
-        let to_find = num_feasible_nodes_to_find(search.percentage_of_nodes_to_score, n);
+        let percentage = self
+            .percentage_of_nodes_to_score
+            .or(search.percentage_of_nodes_to_score);
+        let to_find = num_feasible_nodes_to_find(percentage, n);
         let start = search.next_start_node_index % n;
         let found = AtomicUsize::new(0);
         let state_ref = &state;

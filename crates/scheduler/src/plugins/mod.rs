@@ -95,6 +95,7 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
         };
     let mut fw = Framework {
         scheduler_name: profile.scheduler_name().to_string(),
+        percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
         queue_sort,
         pre_filter: Vec::new(),
         filter: Vec::new(),
