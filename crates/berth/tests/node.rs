@@ -477,10 +477,13 @@ fn startup_latency() {
     let mut created = std::collections::HashMap::new();
     for i in 0..n {
         let name = format!("lat-{i}");
-        let y = pod(&name, "Always", "busybox", "sleep 3600", "");
-        created.insert(name, Instant::now());
-        let out = s.kubectl_stdin(&["create", "-f", "-"], Some(&y));
-        assert!(out.status.success());
+        created.insert(name.clone(), Instant::now());
+        // curl, not kubectl: the figure is the cluster's, not kubectl's start-up.
+        let json = format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"terminationGracePeriodSeconds":2,"containers":[{{"name":"c","image":"busybox","command":["sleep","3600"]}}]}}}}"#
+        );
+        let code = common::post_code(&s.http, "/api/v1/namespaces/default/pods", &json);
+        assert_eq!(code, "201");
         std::thread::sleep(Duration::from_millis(300));
     }
     let mut lat = Vec::new();
@@ -503,5 +506,184 @@ fn startup_latency() {
         p(0.99),
         lat[lat.len() - 1]
     );
+    delete_all(&s);
+}
+
+fn ready_condition(s: &Server, pod: &str) -> String {
+    jsonpath(s, pod, "{.status.conditions[?(@.type==\"Ready\")].status}")
+}
+
+#[test]
+fn probes_gate_readiness_without_restarts() {
+    let (s, _g) = agent_server("node-probes");
+    let httpd = "echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp";
+    let manifests = [
+        pod(
+            "notready",
+            "Always",
+            "busybox",
+            "sleep 3600",
+            "    readinessProbe:\n      exec: {command: [\"false\"]}\n      periodSeconds: 1\n",
+        ),
+        pod(
+            "http",
+            "Always",
+            "busybox",
+            httpd,
+            "    readinessProbe:\n      httpGet: {path: /index.html, port: 8080}\n      periodSeconds: 1\n",
+        ),
+        pod(
+            "tcp",
+            "Always",
+            "busybox",
+            httpd,
+            "    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n",
+        ),
+        pod(
+            "closed",
+            "Always",
+            "busybox",
+            "sleep 3600",
+            "    readinessProbe:\n      tcpSocket: {port: 9999}\n      periodSeconds: 1\n",
+        ),
+        pod(
+            "slow",
+            "Always",
+            "busybox",
+            "sleep 3600",
+            "    readinessProbe:\n      exec: {command: [\"sleep\", \"5\"]}\n      timeoutSeconds: 1\n      periodSeconds: 2\n",
+        ),
+    ];
+    for m in &manifests {
+        apply(&s, m);
+    }
+    for p in ["http", "tcp"] {
+        wait_for(
+            &s,
+            p,
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+            Duration::from_secs(30),
+            |r| r == "True",
+        );
+    }
+    // Let the failing probes run several periods.
+    std::thread::sleep(Duration::from_secs(6));
+    for p in ["notready", "closed", "slow"] {
+        assert_eq!(jsonpath(&s, p, "{.status.phase}"), "Running", "{p}");
+        assert_eq!(ready_condition(&s, p), "False", "{p}");
+        assert_eq!(
+            jsonpath(&s, p, "{.status.containerStatuses[0].restartCount}"),
+            "0",
+            "{p}"
+        );
+    }
+    let row = s.k(&["get", "pod", "notready", "--no-headers"]);
+    assert!(row.contains("0/1"), "{row}");
+    let events = s.k(&["get", "events", "--field-selector", "reason=Unhealthy"]);
+    assert!(events.contains("Readiness probe failed"), "{events}");
+    assert!(events.contains("connection refused"), "{events}");
+    assert!(events.contains("timed out"), "{events}");
+    delete_all(&s);
+}
+
+/// The seed's demo (`shared/seeds/000_a6e54bb534a44b3e.txt`): a strict liveness
+/// probe kills a slow starter into CrashLoopBackOff; a startupProbe fixes it.
+const SEED_MYAPP: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: myapp
+spec:
+  selector:
+    matchLabels:
+      app: myapp
+  template:
+    metadata:
+      labels:
+        app: myapp
+    spec:
+      containers:
+      - name: busybox
+        image: busybox
+        command:
+        - /bin/sh
+        args:
+        - -c
+        - sleep 15 && touch /tmp/healthy && tail -f /dev/null
+        livenessProbe:
+          exec:
+            command:
+            - test
+            - -f
+            - /tmp/healthy
+          failureThreshold: 1
+          periodSeconds: 5
+";
+
+const SEED_STARTUP_PROBE: &str = "        startupProbe:
+          exec:
+            command:
+            - test
+            - -f
+            - /tmp/healthy
+          failureThreshold: 30
+          periodSeconds: 3
+        livenessProbe:
+";
+
+#[test]
+fn seed_startup_probe_demo() {
+    let (s, _g) = agent_server("node-seed");
+    apply(&s, SEED_MYAPP);
+    wait_until(
+        Duration::from_secs(240),
+        "myapp in CrashLoopBackOff",
+        || {
+            let out = s.kubectl(&["get", "po", "-l", "app=myapp", "--no-headers"]);
+            String::from_utf8_lossy(&out.stdout).contains("CrashLoopBackOff")
+        },
+    );
+    let events = s.k(&["get", "events", "--field-selector", "reason=Killing"]);
+    assert!(
+        events.contains("Container busybox failed liveness probe, will be restarted"),
+        "{events}"
+    );
+    // The seed's change: sleep 15; … and a startupProbe before the livenessProbe.
+    let fixed = SEED_MYAPP
+        .replace(
+            "sleep 15 && touch /tmp/healthy && tail -f /dev/null",
+            "sleep 15; touch /tmp/healthy; tail -f /dev/null",
+        )
+        .replace("        livenessProbe:\n", SEED_STARTUP_PROBE);
+    apply(&s, &fixed);
+    let new_hash = || {
+        s.k(&[
+            "get",
+            "rs",
+            "-l",
+            "app=myapp",
+            "--sort-by=.metadata.creationTimestamp",
+            "-o",
+            "jsonpath={.items[-1:].metadata.labels.pod-template-hash}",
+        ])
+    };
+    wait_until(Duration::from_secs(30), "a second ReplicaSet", || {
+        s.k(&["get", "rs", "-l", "app=myapp", "--no-headers"])
+            .lines()
+            .count()
+            == 2
+    });
+    let hash = new_hash();
+    let selector = format!("app=myapp,pod-template-hash={hash}");
+    wait_until(Duration::from_secs(60), "the new pod 1/1 Running", || {
+        let out = s.kubectl(&["get", "po", "-l", &selector, "--no-headers"]);
+        let out = String::from_utf8_lossy(&out.stdout).into_owned();
+        out.contains("1/1") && out.contains("Running")
+    });
+    std::thread::sleep(Duration::from_secs(60));
+    let rows = s.k(&["get", "po", "-l", &selector, "--no-headers"]);
+    let row = rows.lines().next().unwrap_or_default();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cols[1..4], &["1/1", "Running", "0"], "{row}");
+    s.k(&["delete", "deployment", "myapp"]);
     delete_all(&s);
 }
