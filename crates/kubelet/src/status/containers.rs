@@ -114,12 +114,11 @@ fn convert_one(cs: &ObservedContainer, old: Option<&ContainerStatus>) -> Contain
     status
 }
 
-fn restart_policy<'a>(pod: &'a Pod, c: &'a Container, ephemeral: bool) -> &'a str {
+/// The policy the status uses (upstream passes the pod's; ephemeral
+/// containers are never restarted).
+fn restart_policy(pod: &Pod, ephemeral: bool) -> &str {
     if ephemeral {
         return "Never";
-    }
-    if c.restart_policy.as_deref() == Some("Always") {
-        return "Always";
     }
     pod.spec
         .as_ref()
@@ -266,7 +265,7 @@ pub fn convert(
         {
             continue; // a finished init container is not run again
         }
-        if !should_restart(pod, restart_policy(pod, c, ephemeral), newest) {
+        if !should_restart(pod, restart_policy(pod, ephemeral), newest) {
             continue;
         }
         let Some(failure) = input.start_failures.get(&c.name) else {
