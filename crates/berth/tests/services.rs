@@ -463,3 +463,56 @@ fn cluster_ips_and_node_ports() {
     );
     s.kill9();
 }
+
+/// Measurement, not run by default: `cargo test -p berth --test services --
+/// --ignored --nocapture endpoints_for_250_pods`. Prints how long Endpoints
+/// and EndpointSlices take to list 250 pods once they are ready.
+#[test]
+#[ignore]
+fn endpoints_for_250_pods() {
+    let s = Server::start_with(common::temp_dir("svc-bench"), &["--simulate-nodes", "3"]);
+    let app = APP.replace("replicas: 3", "replicas: 250");
+    let start = Instant::now();
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(&app));
+    wait_for("250 ready pods", Duration::from_secs(180), || {
+        ready_pod_ips(&s).len() == 250
+    });
+    let ready = start.elapsed();
+    wait_for("250 endpoints", Duration::from_secs(120), || {
+        endpoints_column_count(&s) == 250 && slice_endpoints(&s).len() == 250
+    });
+    let converged = start.elapsed() - ready;
+    let (code, list) = s.request(
+        "GET",
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dweb",
+        "",
+        None,
+    );
+    assert_eq!(code, 200);
+    let mut sizes: Vec<usize> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|sl| sl["endpoints"].as_array().map_or(0, Vec::len))
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![50, 100, 100]);
+    println!(
+        "250 pods ready after {:.2} s; Endpoints and EndpointSlices complete {:.2} s later",
+        ready.as_secs_f64(),
+        converged.as_secs_f64()
+    );
+}
+
+fn endpoints_column_count(s: &Server) -> usize {
+    let (code, ep) = s.request("GET", "/api/v1/namespaces/default/endpoints/web", "", None);
+    if code != 200 {
+        return 0;
+    }
+    ep["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|ss| ss["addresses"].as_array().map_or(0, Vec::len))
+        .sum()
+}
