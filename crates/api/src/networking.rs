@@ -184,8 +184,9 @@ pub fn default_v1beta1(kind: &str, obj: &mut Value) {
                     .into_iter()
                     .flatten()
                 {
+                    // k8s-openapi's v1 type writes an absent pathType as "".
                     if let Some(p) = path.as_object_mut()
-                        && p.get("pathType").is_none_or(Value::is_null)
+                        && p.get("pathType").is_none_or(|t| t.is_null() || t == "")
                     {
                         p.insert("pathType".into(), json!("ImplementationSpecific"));
                     }

@@ -199,7 +199,13 @@ fn rule_value_errors(rule: &Value, path: &str) -> Vec<FieldError> {
 /// `validateHTTPIngressPath`.
 fn validate_path(p: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let Some(path_type) = p.get("pathType").and_then(Value::as_str) else {
+    // An absent pathType reaches here as "" (k8s-openapi's v1 type has a plain
+    // string), so "" is reported as upstream reports a missing one.
+    let Some(path_type) = p
+        .get("pathType")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    else {
         errs.push(FieldError::required(
             format!("{path}.pathType"),
             "pathType must be specified",

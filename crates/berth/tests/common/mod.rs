@@ -85,6 +85,12 @@ impl Server {
     fn spawn(data_dir: PathBuf, extra: &[&str], agent: bool) -> Server {
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let no_agent: &[&str] = if agent { &[] } else { &["--disable-agent"] };
+        // The ingress controller binds ports: only suites that name them get one.
+        let no_ingress: &[&str] = if extra.contains(&"--ingress-http-port") {
+            &[]
+        } else {
+            &["--disable-ingress"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .args([
                 "server",
@@ -98,6 +104,7 @@ impl Server {
             ])
             .arg(&data_dir)
             .args(no_agent)
+            .args(no_ingress)
             .args(&extra_args)
             .env("BERTH_LOG", "warn")
             .stdout(Stdio::piped())
