@@ -359,6 +359,38 @@ fn daemonset_one_pod_per_untainted_node_and_rolling_update() {
                 .all(|p| p["spec"]["containers"][0]["image"] == "busybox:1.37")
     });
     assert_eq!(daemon_nodes(&s), ["sim-node-0", "sim-node-1", "sim-node-2"]);
+
+    // History and undo through the ControllerRevisions.
+    let hist = s.k(&["rollout", "history", "ds/agent"]);
+    let revisions: Vec<&str> = hist
+        .lines()
+        .skip_while(|l| !l.starts_with("REVISION"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(revisions, ["1", "2"], "{hist}");
+    s.k(&["rollout", "undo", "ds/agent"]);
+    s.k(&["rollout", "status", "ds/agent", "--timeout=45s"]);
+    wait_for(
+        "pods back on the first image",
+        Duration::from_secs(20),
+        || {
+            let ps: Vec<Value> = pods(&s, "app%3Dagent")
+                .into_iter()
+                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+                .collect();
+            ps.len() == 3
+                && ps
+                    .iter()
+                    .all(|p| p["spec"]["containers"][0]["image"] == "busybox:1.36")
+        },
+    );
+    let hist = s.k(&["rollout", "history", "ds/agent"]);
+    assert!(
+        hist.contains("\n2 ") && hist.contains("\n3 "),
+        "undo renumbers revision 1 to 3: {hist}"
+    );
+
     let events = s.k(&[
         "get",
         "events",

@@ -5,10 +5,11 @@
 //! ControllerRevisions, whose hash labels the pods.
 //!
 //! It LISTs nodes and pods fresh on every sync and re-syncs every DaemonSet
-//! when a node changes. Failed daemon pods are replaced without upstream's
-//! per-node back-off. Events: `SuccessfulCreate` ("Created pod: …"),
+//! when a node changes. Failed daemon pods are replaced with upstream's
+//! per-node back-off (1 s doubling to 15 min) and a `FailedDaemonPod` event. Events: `SuccessfulCreate` ("Created pod: …"),
 //! `SuccessfulDelete` ("Deleted pod: …"), `FailedCreate`.
 
+pub mod backoff;
 pub mod nodes;
 pub mod rolling;
 
@@ -43,6 +44,7 @@ const RESYNC: Duration = Duration::from_secs(30);
 struct Ctx {
     client: kube::Client,
     events: Recorder,
+    failed_backoff: std::sync::Mutex<backoff::Backoff>,
 }
 
 pub async fn run(client: kube::Client) {
@@ -70,6 +72,7 @@ pub async fn run(client: kube::Client) {
             Arc::new(Ctx {
                 events: Recorder::new(client.clone(), EventSource::new("daemonset-controller", "")),
                 client,
+                failed_backoff: std::sync::Mutex::new(backoff::Backoff::default()),
             }),
         )
         .for_each(|_| async {})
@@ -183,6 +186,7 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     // (upstream's podsShouldBeOnNode). Pods on nodes that no longer exist go.
     let mut create_on: Vec<String> = Vec::new();
     let mut delete: Vec<&Pod> = Vec::new();
+    let mut retry_after: Option<Duration> = None;
     for (node, pods_here) in &by_node {
         if !eligibility.contains_key(node) {
             delete.extend(pods_here.iter().filter(|p| !podutil::is_terminating(p)));
@@ -199,6 +203,27 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                     continue;
                 }
                 if podutil::is_finished(p) {
+                    let key = format!("{uid}/{node}");
+                    let now = std::time::Instant::now();
+                    let mut b = ctx
+                        .failed_backoff
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some(wait) = b.remaining(&key, now) {
+                        retry_after = Some(retry_after.map_or(wait, |r: Duration| r.min(wait)));
+                        continue;
+                    }
+                    b.next(&key, now);
+                    b.gc(now);
+                    ctx.events.event(
+                        ds.as_ref(),
+                        EventType::Warning,
+                        "FailedDaemonPod",
+                        format!(
+                            "Found failed daemon pod {ns}/{} on node {node}, will try to kill it",
+                            podutil::name(p)
+                        ),
+                    );
                     delete.push(p);
                 } else {
                     running.push(p);
@@ -215,9 +240,7 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             } else if running.len() > 1 {
                 delete.extend(running.iter().skip(1));
             }
-            if run && running.is_empty() && here.iter().all(|p| !podutil::is_terminating(p)) {
-                create_on.push(node.clone());
-            }
+            // A replacement for a deleted failed pod comes once it is gone.
         } else {
             delete.extend(here.iter().filter(|p| !podutil::is_terminating(p)));
         }
@@ -360,10 +383,12 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     )
     .await?;
 
-    Ok(match next_check {
-        Some(s) => Action::requeue(Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1))),
-        None => Action::requeue(RESYNC),
-    })
+    let wait = next_check
+        .map(|s| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1)))
+        .into_iter()
+        .chain(retry_after)
+        .min();
+    Ok(Action::requeue(wait.unwrap_or(RESYNC)))
 }
 
 /// Creates a pod on each node (in slow-start batches) and deletes pods.
