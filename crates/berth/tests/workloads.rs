@@ -605,6 +605,97 @@ fn jobs_complete_fail_and_index() {
     assert_eq!(st["failed"], 1, "{st}");
 }
 
+fn condition(st: &Value, type_: &str) -> Value {
+    st["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn jobs_deadline_suspend_and_ttl() {
+    let s = server("job2");
+    apply(
+        &s,
+        &job(
+            "slow",
+            "  activeDeadlineSeconds: 3",
+            "sim.berth.dev/run-seconds: \"60\"",
+        ),
+    );
+    apply(
+        &s,
+        &job(
+            "held",
+            "  suspend: true",
+            "sim.berth.dev/run-seconds: \"1\"",
+        ),
+    );
+    apply(
+        &s,
+        &job(
+            "ephemeral",
+            "  ttlSecondsAfterFinished: 2",
+            "sim.berth.dev/run-seconds: \"1\"",
+        ),
+    );
+
+    // activeDeadlineSeconds: the running pod is stopped and the Job fails.
+    s.k(&[
+        "wait",
+        "--for=condition=failed",
+        "job/slow",
+        "--timeout=30s",
+    ]);
+    let st = job_status(&s, "slow");
+    let failed = condition(&st, "Failed");
+    assert_eq!(failed["reason"], "DeadlineExceeded", "{st}");
+    assert_eq!(
+        failed["message"],
+        "Job was active longer than specified deadline"
+    );
+    assert!(
+        st["active"].as_i64().unwrap_or(0) == 0,
+        "no pod left running: {st}"
+    );
+
+    // suspend: no pods until resumed, then it runs to completion.
+    wait_for("Suspended condition", Duration::from_secs(10), || {
+        condition(&job_status(&s, "held"), "Suspended")["status"] == "True"
+    });
+    assert!(pods(&s, "batch.kubernetes.io%2Fjob-name%3Dheld").is_empty());
+    assert!(job_status(&s, "held")["startTime"].is_null());
+    s.k(&[
+        "patch",
+        "job",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":false}}"#,
+    ]);
+    s.k(&[
+        "wait",
+        "--for=condition=complete",
+        "job/held",
+        "--timeout=30s",
+    ]);
+    let st = job_status(&s, "held");
+    assert_eq!(condition(&st, "Suspended")["status"], "False", "{st}");
+    assert_eq!(condition(&st, "Suspended")["reason"], "JobResumed", "{st}");
+
+    // ttlSecondsAfterFinished: the finished Job and its pods are deleted.
+    wait_for("ephemeral job deleted", Duration::from_secs(30), || {
+        let (code, _) = s.request(
+            "GET",
+            "/apis/batch/v1/namespaces/default/jobs/ephemeral",
+            "",
+            None,
+        );
+        code == 404 && pods(&s, "batch.kubernetes.io%2Fjob-name%3Dephemeral").is_empty()
+    });
+}
+
 #[test]
 fn cronjob_every_minute_creates_a_job() {
     let s = server("cron");
