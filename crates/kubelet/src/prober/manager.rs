@@ -523,6 +523,7 @@ mod tests {
     use super::*;
     use crate::backoff::{self, Backoff};
     use crate::prober::exec::{ExecError, ExecInContainer, ExecOutput};
+    use crate::status::{ObservedContainer, StartFailure, State, StatusInput};
     use serde_json::json;
     use tokio::time::Instant;
 
@@ -589,10 +590,6 @@ mod tests {
         .unwrap()
     }
 
-    fn ts(t: DateTime<Utc>) -> String {
-        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    }
-
     #[derive(Default, Debug)]
     struct Seen {
         restarts: u32,
@@ -601,6 +598,8 @@ mod tests {
         crash_loop: Vec<String>,
         started_at: Vec<i64>,
         became_started: Option<i64>,
+        /// `kubectl get po` every second: (seconds, READY, STATUS, RESTARTS).
+        rows: Vec<(i64, String, String, String)>,
     }
 
     async fn simulate(pod: Pod, secs: u64) -> Seen {
@@ -645,32 +644,32 @@ mod tests {
         let mut b = Backoff::default();
         let key = backoff::container_key("myapp-1", "default", "u1", "busybox", "h");
         let pod_name = backoff::format_pod("myapp-1", "default", "u1");
+        // The agent's view: every container instance, its start failures, and
+        // the status it generates from them (what the prober reads back).
+        let mut instances: Vec<ObservedContainer> = Vec::new();
+        let mut failures: HashMap<String, StartFailure> = HashMap::new();
+        let refresh = |instances: &[ObservedContainer],
+                       failures: &HashMap<String, StartFailure>| {
+            let old = lock(&status).clone();
+            let input = StatusInput {
+                pod: &pod,
+                old: &old,
+                containers: instances,
+                sandbox_ready: true,
+                pod_ips: &["10.1.0.5".to_string()],
+                host_ips: &["192.168.1.10".to_string()],
+                start_failures: failures,
+                terminal: false,
+                now: clock.now(),
+            };
+            let new = crate::status::generate(&input, &m);
+            *lock(&status) = new;
+        };
         // The first container starts 1 s after the pod is added.
         let mut next_start = Some(Instant::now() + Duration::from_secs(1));
         let mut dying: Option<Instant> = None;
         let mut last_finished = t0;
-        let set_status = |running_since: Option<DateTime<Utc>>,
-                          id: &str,
-                          restarts: u32,
-                          waiting: Option<String>| {
-            let state = match (running_since, waiting) {
-                (Some(t), _) => json!({"running": {"startedAt": ts(t)}}),
-                (None, Some(msg)) => {
-                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": msg}})
-                }
-                (None, None) => json!({"terminated": {"exitCode": 137, "reason": "Error"}}),
-            };
-            let mut st = lock(&status);
-            st.phase = Some("Running".into());
-            st.container_statuses = Some(vec![
-                serde_json::from_value(json!({
-                "name": "busybox", "image": "busybox", "imageID": "", "ready": false,
-                "restartCount": restarts, "containerID": id, "state": state}))
-                .unwrap(),
-            ]);
-            m.update_pod_status(&pod, &mut st);
-        };
-        let mut current_id = String::new();
+        let mut sample = tokio::time::interval(Duration::from_secs(1));
         loop {
             let wake = [next_start, dying, Some(end)]
                 .into_iter()
@@ -680,21 +679,28 @@ mod tests {
             tokio::select! {
                 u = rx.recv() => match u.unwrap() {
                     ProberUpdate::Restart(r) => {
-                        assert_eq!(r.container_id, current_id);
+                        assert_eq!(Some(&r.container_id), instances.last().map(|i| &i.id));
                         assert_eq!(r.grace_period_seconds, 30);
                         seen.kills.push(r.message);
                         dying = Some(Instant::now() + Duration::from_secs(30));
                     }
                     ProberUpdate::Event { event, .. } => seen.unhealthy.push(format!("{} {}", event.reason, event.message)),
                     ProberUpdate::Result { probe_type, result, .. } => {
-                        let mut st = lock(&status);
-                        m.update_pod_status(&pod, &mut st);
-                        let started = st.container_statuses.as_ref().unwrap()[0].started == Some(true);
+                        refresh(&instances, &failures);
+                        let started = lock(&status).container_statuses.as_ref().unwrap()[0].started == Some(true);
                         if probe_type == ProbeType::Startup && result == ProbeResult::Success && started && seen.became_started.is_none() {
                             seen.became_started = Some(secs_since(clock.now()));
                         }
                     }
                 },
+                _ = sample.tick() => {
+                    refresh(&instances, &failures);
+                    let mut v = serde_json::to_value(&pod).unwrap();
+                    v["status"] = serde_json::to_value(&*lock(&status)).unwrap();
+                    let cells = berth_api::printers::cells("", "Pod", &v, clock.now());
+                    let cell = |i: usize| cells[i].as_str().unwrap_or_default().to_string();
+                    seen.rows.push((secs_since(clock.now()), cell(1), cell(2), cell(3)));
+                }
                 _ = tokio::time::sleep_until(wake) => {
                     let now = clock.now();
                     if Instant::now() >= end {
@@ -703,25 +709,47 @@ mod tests {
                     if dying.is_some_and(|d| Instant::now() >= d) {
                         dying = None;
                         last_finished = now;
-                        set_status(None, &current_id, seen.restarts, None);
+                        if let Some(i) = instances.last_mut() {
+                            i.state = State::Exited;
+                            i.exit_code = 137;
+                            i.reason = "Error".into();
+                            i.finished_at = Some(now);
+                        }
+                        refresh(&instances, &failures);
                         next_start = Some(Instant::now());
                     }
                     if next_start.is_some_and(|s| Instant::now() >= s) {
                         next_start = None;
-                        let first = current_id.is_empty();
+                        let first = instances.is_empty();
                         match if first { Ok(()) } else { backoff::restart_allowed(&mut b, &key, last_finished, now, "busybox", &pod_name) } {
                             Ok(()) => {
                                 if !first {
                                     seen.restarts += 1;
                                 }
-                                current_id = format!("containerd://c{}", seen.restarts);
-                                lock(&starts).insert(current_id.clone(), now);
+                                let id = format!("containerd://c{}", seen.restarts);
+                                lock(&starts).insert(id.clone(), now);
                                 seen.started_at.push(secs_since(now));
-                                set_status(Some(now), &current_id, seen.restarts, None);
+                                instances.push(ObservedContainer {
+                                    id,
+                                    name: "busybox".into(),
+                                    state: State::Running,
+                                    created_at: Some(now),
+                                    started_at: Some(now),
+                                    finished_at: None,
+                                    exit_code: 0,
+                                    reason: String::new(),
+                                    message: String::new(),
+                                    image: "docker.io/library/busybox:latest".into(),
+                                    image_ref: "docker.io/library/busybox@sha256:1".into(),
+                                    restart_count: seen.restarts as i32,
+                                });
+                                failures.remove("busybox");
+                                refresh(&instances, &failures);
                             }
                             Err(msg) => {
                                 seen.crash_loop.push(msg.clone());
-                                set_status(None, &current_id, seen.restarts, Some(msg));
+                                failures.insert("busybox".into(), StartFailure { reason: "CrashLoopBackOff".into(), message: msg });
+                                refresh(&instances, &failures);
                                 let retry = last_finished + chrono::Duration::from_std(b.get(&key)).unwrap();
                                 next_start = Some(Instant::now() + (retry - now).to_std().unwrap_or_default());
                             }
@@ -736,7 +764,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn seed_demo_without_startup_probe_crash_loops() {
-        let seen = simulate(myapp(false), 217).await;
+        let seen = simulate(myapp(false), 300).await;
         // Every container is killed before it becomes healthy at 15 s.
         assert!(seen.restarts >= 4, "{seen:?}");
         assert!(
@@ -765,11 +793,50 @@ mod tests {
         // The gaps between starts grow with the back-off.
         let gaps: Vec<i64> = seen.started_at.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "{gaps:?}");
+        // What `kubectl get po -l app=myapp` shows: the restarts grow, and the
+        // pod sits in CrashLoopBackOff with 4 restarts as in the seed.
+        let at = |t: i64| seen.rows.iter().find(|r| r.0 == t).cloned().unwrap();
+        assert_eq!(at(10), (10, "1/1".into(), "Running".into(), "0".into()));
+        let restarts: Vec<u32> = seen
+            .rows
+            .iter()
+            .map(|r| r.3.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(restarts.windows(2).all(|w| w[1] >= w[0]), "{restarts:?}");
+        let looping: Vec<_> = seen
+            .rows
+            .iter()
+            .filter(|r| r.2 == "CrashLoopBackOff")
+            .collect();
+        assert!(!looping.is_empty(), "{:?}", seen.rows);
+        let last = seen.rows.last().unwrap();
+        assert_eq!(
+            (last.1.as_str(), last.2.as_str()),
+            ("0/1", "CrashLoopBackOff"),
+            "{:?}",
+            seen.rows
+        );
+        assert!(
+            last.3.starts_with("4 (") && last.3.ends_with(" ago)"),
+            "{last:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn seed_demo_with_startup_probe_runs() {
         let seen = simulate(myapp(true), 120).await;
+        // `kubectl get po`: not ready while starting, then 1/1 Running with no
+        // restarts (the seed checks it 60 s later).
+        let at = |t: i64| seen.rows.iter().find(|r| r.0 == t).cloned().unwrap();
+        assert_eq!(at(10), (10, "0/1".into(), "Running".into(), "0".into()));
+        assert_eq!(at(60), (60, "1/1".into(), "Running".into(), "0".into()));
+        assert!(
+            seen.rows
+                .iter()
+                .all(|r| r.3 == "0" && r.2 == "Running" || r.0 < 2),
+            "{:?}",
+            seen.rows
+        );
         assert_eq!(seen.restarts, 0, "{seen:?}");
         assert!(seen.kills.is_empty(), "{seen:?}");
         // Started after the 15 s sleep, on a startup probe tick (every 3 s).
