@@ -301,19 +301,21 @@ fn family_of(ip: &str) -> Option<&'static str> {
 
 /// Upstream's `initIPFamilyFields` for a single-stack cluster of `family`:
 /// `ipFamilyPolicy` (SingleStack; RequireDualStack for headless Services
-/// without a selector), `ipFamilies`, and errors for what the cluster cannot do.
+/// without a selector, which also list both families), `ipFamilies` (from
+/// the cluster IPs or the cluster's family), and errors for what a
+/// single-stack cluster cannot do, in upstream's words.
 pub fn init_ip_family_fields(svc: &mut Value, family: &'static str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !needs_cluster_ip(svc) {
         return errs;
     }
     let ips = cluster_ips(svc);
-    let headless = ips.first().is_some_and(|ip| ip == "None");
+    let headless =
+        str_at(spec(svc), "clusterIP") == "None" || ips.first().is_some_and(|ip| ip == "None");
     let has_selector = spec(svc)
         .get("selector")
         .and_then(Value::as_object)
         .is_some_and(|m| !m.is_empty());
-    let policy = str_at(spec(svc), "ipFamilyPolicy").to_string();
     let mut families: Vec<String> = spec(svc)
         .get("ipFamilies")
         .and_then(Value::as_array)
@@ -321,57 +323,88 @@ pub fn init_ip_family_fields(svc: &mut Value, family: &'static str) -> Vec<Field
         .flatten()
         .filter_map(|v| v.as_str().map(String::from))
         .collect();
-    if policy == "RequireDualStack" {
-        errs.push(FieldError::invalid(
-            "spec.ipFamilyPolicy",
-            policy.as_str(),
-            "this cluster is not configured for dual-stack services",
-        ));
-    }
-    for (i, f) in families.iter().enumerate() {
-        if f != family && matches!(f.as_str(), "IPv4" | "IPv6") {
-            errs.push(FieldError::invalid(
-                format!("spec.ipFamilies[{i}]"),
-                f.as_str(),
-                "not configured on this cluster",
+    let policy = match str_at(spec(svc), "ipFamilyPolicy") {
+        "" if headless && !has_selector => "RequireDualStack".to_string(),
+        "" => "SingleStack".to_string(),
+        p => p.to_string(),
+    };
+    let policy_err = |detail: &str| {
+        FieldError::invalid("spec.ipFamilyPolicy", policy.as_str(), detail.to_string())
+    };
+    if policy == "SingleStack" {
+        if ips.len() == 2 {
+            errs.push(policy_err(
+                "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified",
+            ));
+        }
+        if families.len() == 2 {
+            errs.push(policy_err(
+                "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified",
             ));
         }
     }
-    if !headless && ips.len() > 1 {
-        errs.push(FieldError {
-            kind: FieldErrorType::Invalid,
-            field: "spec.clusterIPs".into(),
-            value: None,
-            detail: format!(
-                "{}: this cluster is not configured for dual-stack services",
-                go_string_slice(&ips)
-            ),
-        });
-    }
-    if !headless
-        && let Some(f) = ips.first().and_then(|ip| family_of(ip))
-        && f != family
-    {
-        errs.push(FieldError::invalid(
-            "spec.clusterIPs[0]",
-            ips[0].as_str(),
-            format!("expected an {family} value as indicated by `ipFamilies[0]`"),
-        ));
+    // Families inferred from the cluster IPs given.
+    for (i, ip) in ips.iter().enumerate() {
+        if ip == "None" {
+            break;
+        }
+        let Some(fam) = family_of(ip) else { continue };
+        if i >= families.len() {
+            if fam == family {
+                families.push(fam.to_string());
+            } else {
+                errs.push(FieldError {
+                    kind: FieldErrorType::Invalid,
+                    field: format!("spec.clusterIPs[{i}]"),
+                    value: None,
+                    detail: format!(
+                        "{}: {fam} is not configured on this cluster",
+                        go_string_slice(&ips)
+                    ),
+                });
+            }
+        }
     }
     if !errs.is_empty() {
         return errs;
     }
-    let Some(s) = spec_mut(svc) else { return errs };
-    if policy.is_empty() {
-        let p = if headless && !has_selector {
-            "RequireDualStack"
-        } else {
-            "SingleStack"
-        };
-        s.insert("ipFamilyPolicy".into(), json!(p));
+    if headless && !has_selector {
+        // Allowed to name both families even on a single-stack cluster.
+        if families.is_empty() {
+            families.push(family.to_string());
+        }
+        if families.len() < 2 && policy != "SingleStack" {
+            let alt = if families[0] == "IPv4" {
+                "IPv6"
+            } else {
+                "IPv4"
+            };
+            families.push(alt.to_string());
+        }
+    } else {
+        if policy == "RequireDualStack" {
+            errs.push(policy_err(
+                "this cluster is not configured for dual-stack services",
+            ));
+        }
+        for (i, f) in families.iter().enumerate() {
+            if f != family {
+                errs.push(FieldError::invalid(
+                    format!("spec.ipFamilies[{i}]"),
+                    f.as_str(),
+                    "not configured on this cluster",
+                ));
+            }
+        }
+        if !errs.is_empty() {
+            return errs;
+        }
+        if families.is_empty() {
+            families.push(family.to_string());
+        }
     }
-    if families.is_empty() {
-        families.push(family.to_string());
+    if let Some(s) = spec_mut(svc) {
+        s.insert("ipFamilyPolicy".into(), json!(policy));
         s.insert("ipFamilies".into(), json!(families));
     }
     errs
@@ -399,22 +432,36 @@ mod tests {
         let cases = [
             (
                 json!({"type": "ClusterIP", "selector": {"a": "b"}}),
-                json!("SingleStack"),
+                "SingleStack",
+                json!(["IPv4"]),
+            ),
+            (
+                json!({"type": "ClusterIP", "clusterIP": "10.43.0.9", "clusterIPs": ["10.43.0.9"]}),
+                "SingleStack",
+                json!(["IPv4"]),
             ),
             (
                 json!({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"], "selector": {"a": "b"}}),
-                json!("SingleStack"),
+                "SingleStack",
+                json!(["IPv4"]),
             ),
+            // Headless without a selector: both families, even single-stack.
             (
                 json!({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"]}),
-                json!("RequireDualStack"),
+                "RequireDualStack",
+                json!(["IPv4", "IPv6"]),
+            ),
+            (
+                json!({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"], "ipFamilyPolicy": "SingleStack"}),
+                "SingleStack",
+                json!(["IPv4"]),
             ),
         ];
-        for (spec, policy) in cases {
+        for (spec, policy, families) in cases {
             let mut s = svc(spec.clone());
-            assert!(init_ip_family_fields(&mut s, "IPv4").is_empty());
+            assert!(init_ip_family_fields(&mut s, "IPv4").is_empty(), "{spec}");
             assert_eq!(s["spec"]["ipFamilyPolicy"], policy, "{spec}");
-            assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4"]));
+            assert_eq!(s["spec"]["ipFamilies"], families, "{spec}");
         }
         let mut ext = svc(json!({"type": "ExternalName", "externalName": "x.example"}));
         assert!(init_ip_family_fields(&mut ext, "IPv4").is_empty());
@@ -434,7 +481,16 @@ mod tests {
             ),
             (
                 json!({"type": "ClusterIP", "clusterIP": "10.43.0.5", "clusterIPs": ["10.43.0.5", "fd00::5"]}),
-                "spec.clusterIPs: Invalid value: []string{\"10.43.0.5\", \"fd00::5\"}: this cluster is not configured for dual-stack services",
+                "spec.ipFamilyPolicy: Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified; \
+                 spec.clusterIPs[1]: Invalid value: []string{\"10.43.0.5\", \"fd00::5\"}: IPv6 is not configured on this cluster",
+            ),
+            (
+                json!({"type": "ClusterIP", "clusterIP": "10.43.0.5", "clusterIPs": ["10.43.0.5", "fd00::5"], "ipFamilyPolicy": "PreferDualStack"}),
+                "spec.clusterIPs[1]: Invalid value: []string{\"10.43.0.5\", \"fd00::5\"}: IPv6 is not configured on this cluster",
+            ),
+            (
+                json!({"type": "ClusterIP", "clusterIP": "fd00::5", "clusterIPs": ["fd00::5"]}),
+                "spec.clusterIPs[0]: Invalid value: []string{\"fd00::5\"}: IPv6 is not configured on this cluster",
             ),
         ];
         for (spec, want) in cases {
@@ -443,7 +499,7 @@ mod tests {
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            assert_eq!(errs, vec![want.to_string()]);
+            assert_eq!(errs.join("; "), want);
         }
     }
 
