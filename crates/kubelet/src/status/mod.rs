@@ -197,8 +197,8 @@ pub fn generate(input: &StatusInput<'_>, probes: &dyn ProbeView) -> PodStatus {
             true,
         ));
     }
-    probes.update_pod_status(pod, &mut s);
-
+    // The phase comes from the lifecycle alone: upstream computes it before
+    // the prober fills in `started` and `ready`.
     let mut all = s.container_statuses.clone().unwrap_or_default();
     all.extend(s.init_container_statuses.clone().unwrap_or_default());
     let initialized = phase::has_any_regular_container_started(&spec, &all);
@@ -220,6 +220,7 @@ pub fn generate(input: &StatusInput<'_>, probes: &dyn ProbeView) -> PodStatus {
         s.message = old.message.clone();
     }
     s.phase = Some(ph.clone());
+    probes.update_pod_status(pod, &mut s);
 
     let mut init_and_regular = s.init_container_statuses.clone().unwrap_or_default();
     init_and_regular.extend(s.container_statuses.clone().unwrap_or_default());
