@@ -411,7 +411,8 @@ impl WorkerTask {
             tokio::select! {
                 _ = stop.changed() => break,
                 _ = ticker.tick() => {}
-                _ = trigger.notified() => {}
+                // A manual run restarts the period from now, as upstream.
+                _ = trigger.notified() => ticker.reset(),
             }
             if *stop.borrow() {
                 break;

@@ -12,8 +12,8 @@
 //!   until the container has started (its startup probe succeeded); the startup
 //!   probe stops probing once it has.
 //! - A result is cached only after successThreshold/failureThreshold equal
-//!   results in a row. A liveness or startup failure asks for a restart and
-//!   holds the worker until a new container appears.
+//!   results in a row. A liveness or startup failure asks for a restart; it
+//!   and any startup verdict hold the worker until a new container appears.
 
 use std::collections::HashMap;
 
@@ -137,7 +137,17 @@ impl Worker {
             set(results, changes, &id, ProbeResult::Failure);
             let never =
                 pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("Never");
-            return if state.terminated.is_some() && never {
+            // A sidecar (restartable init container) restarts whatever the policy.
+            let sidecar = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.init_containers.as_ref())
+                .is_some_and(|i| {
+                    i.iter().any(|c| {
+                        c.name == self.container && c.restart_policy.as_deref() == Some("Always")
+                    })
+                });
+            return if state.terminated.is_some() && never && !sidecar {
                 Step::Stop
             } else {
                 Step::Wait
@@ -190,13 +200,16 @@ impl Worker {
             return false;
         };
         set(results, changes, &id, result);
-        let kills = matches!(self.probe_type, ProbeType::Liveness | ProbeType::Startup);
-        if kills && result == ProbeResult::Failure {
+        // Hold until a new container: after a liveness failure (it will be
+        // killed) and after any startup verdict (nothing left to probe).
+        let liveness_failed =
+            self.probe_type == ProbeType::Liveness && result == ProbeResult::Failure;
+        if liveness_failed || self.probe_type == ProbeType::Startup {
             self.on_hold = true;
             self.result_run = 0;
-            return true;
         }
-        false
+        let kills = matches!(self.probe_type, ProbeType::Liveness | ProbeType::Startup);
+        kills && result == ProbeResult::Failure
     }
 }
 
@@ -349,6 +362,55 @@ mod tests {
                 ("containerd://a", ProbeResult::Failure),
                 ("containerd://b", ProbeResult::Success)
             ]
+        );
+    }
+
+    #[test]
+    fn startup_verdicts_hold_until_a_new_container() {
+        use ProbeResult::{Failure as F, Success as S};
+        for (result, restart) in [(S, false), (F, true)] {
+            let (mut w, p) = worker("startupProbe", json!({"failureThreshold": 1}), "Always");
+            let mut r = Results::new();
+            let mut ch = vec![];
+            let st = running("containerd://a", 0, false);
+            assert!(matches!(
+                w.before_probe(&p, Some(&st), t(1), &mut r, &mut ch),
+                Step::Probe { .. }
+            ));
+            assert_eq!(w.after_probe(result, &mut r, &mut ch), restart);
+            assert_eq!(r["containerd://a"], result);
+            // Still not started in the status: no extra probe anyway.
+            assert_eq!(
+                w.before_probe(&p, Some(&st), t(2), &mut r, &mut ch),
+                Step::Wait
+            );
+            let st = running("containerd://b", 2, false);
+            assert!(matches!(
+                w.before_probe(&p, Some(&st), t(3), &mut r, &mut ch),
+                Step::Probe { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn sidecars_keep_their_workers_under_restart_policy_never() {
+        let spec = json!({"restartPolicy": "Never",
+            "initContainers": [{"name": "app", "restartPolicy": "Always", "readinessProbe": {}}],
+            "containers": [{"name": "main"}]});
+        let p: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "uid": "u"}, "spec": spec}))
+                .unwrap();
+        let c = p.spec.as_ref().unwrap().init_containers.as_ref().unwrap()[0].clone();
+        let mut w = Worker::new(ProbeType::Readiness, &c).unwrap();
+        let st: PodStatus =
+            serde_json::from_value(json!({"phase": "Running", "initContainerStatuses": [{
+            "name": "app", "image": "", "imageID": "", "ready": false, "restartCount": 0,
+            "containerID": "containerd://s", "state": {"terminated": {"exitCode": 1}}}]}))
+            .unwrap();
+        let (mut r, mut ch) = (Results::new(), vec![]);
+        assert_eq!(
+            w.before_probe(&p, Some(&st), t(1), &mut r, &mut ch),
+            Step::Wait
         );
     }
 
