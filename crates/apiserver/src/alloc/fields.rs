@@ -34,8 +34,14 @@ pub fn needs_cluster_ip(svc: &Value) -> bool {
     svc_type(svc) != "ExternalName"
 }
 
-/// NodePort, and LoadBalancer unless `allocateLoadBalancerNodePorts: false`.
+/// NodePort and LoadBalancer Services may hold node ports (upstream's `needsNodePort`).
 pub fn needs_node_ports(svc: &Value) -> bool {
+    matches!(svc_type(svc), "NodePort" | "LoadBalancer")
+}
+
+/// Whether unset node ports are allocated: NodePort, and LoadBalancer unless
+/// `allocateLoadBalancerNodePorts: false` (upstream's `shouldAllocateNodePorts`).
+pub fn should_allocate_node_ports(svc: &Value) -> bool {
     match svc_type(svc) {
         "NodePort" => true,
         "LoadBalancer" => spec(svc)
@@ -44,6 +50,24 @@ pub fn needs_node_ports(svc: &Value) -> bool {
             .unwrap_or(true),
         _ => false,
     }
+}
+
+/// `(index, port, nodePort)` of every port; nodePort 0 when unset.
+pub fn ports_of(svc: &Value) -> Vec<(usize, i64, i64)> {
+    spec(svc)
+        .get("ports")
+        .and_then(Value::as_array)
+        .map(|ports| {
+            ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let n = |k: &str| p.get(k).and_then(Value::as_i64).unwrap_or(0);
+                    (i, n("port"), n("nodePort"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// LoadBalancer with `externalTrafficPolicy: Local` gets a health-check port.
@@ -576,10 +600,12 @@ mod tests {
             json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false,
             "externalTrafficPolicy": "Local", "healthCheckNodePort": 31000, "ports": [{"port": 80, "nodePort": 30001}]}),
         );
+        // Without node port allocation a LoadBalancer still holds what it asked for.
         assert_eq!(
             allocated_node_ports(&lb).into_iter().collect::<Vec<_>>(),
-            vec![31000]
+            vec![30001, 31000]
         );
+        assert!(!should_allocate_node_ports(&lb));
         assert_eq!(
             go_string_slice(&["10.43.0.5".to_string()]),
             "[]string{\"10.43.0.5\"}"

@@ -206,19 +206,48 @@ impl Allocator {
             .collect();
         let mut mine: HashSet<i64> = HashSet::new();
         if fields::needs_node_ports(new) {
-            for (i, port) in fields::port_node_ports(new) {
+            let allocate = fields::should_allocate_node_ports(new);
+            let ports = fields::ports_of(new);
+            // On create, entries with the same port number (TCP and UDP) share
+            // one node port, as upstream's initNodePorts; on update each unset
+            // one gets its own (updateNodePorts).
+            let mut by_port: std::collections::HashMap<i64, i64> = Default::default();
+            for &(i, svc_port, requested) in &ports {
+                if requested == 0 && !allocate {
+                    continue;
+                }
                 let field = format!("spec.ports[{i}].nodePort");
-                if port == 0 {
-                    let p = self.claim_next_port(new, dry_run, claims).await?;
-                    mine.insert(p);
-                    if let Some(slot) = new.pointer_mut(&format!("/spec/ports/{i}"))
-                        && let Some(o) = slot.as_object_mut()
-                    {
-                        o.insert("nodePort".into(), json!(p));
+                let shared = if old.is_none() {
+                    by_port.get(&svc_port).copied()
+                } else {
+                    None
+                };
+                let wanted = match (shared, requested) {
+                    (Some(p), 0) => p,
+                    (Some(_), r) => r,
+                    (None, 0) if old.is_none() => ports
+                        .iter()
+                        .find(|(_, sp, r)| *sp == svc_port && *r != 0)
+                        .map_or(0, |p| p.2),
+                    (None, r) => r,
+                };
+                let port = if wanted == 0 {
+                    self.claim_next_port(new, dry_run, claims).await?
+                } else {
+                    if !held.contains(&wanted) && mine.insert(wanted) {
+                        self.claim_port_checked(wanted, &field, &name, new, dry_run, claims)
+                            .await?;
                     }
-                } else if !held.contains(&port) && mine.insert(port) {
-                    self.claim_port_checked(port, &field, &name, new, dry_run, claims)
-                        .await?;
+                    wanted
+                };
+                mine.insert(port);
+                by_port.entry(svc_port).or_insert(port);
+                if port != requested
+                    && let Some(o) = new
+                        .pointer_mut(&format!("/spec/ports/{i}"))
+                        .and_then(Value::as_object_mut)
+                {
+                    o.insert("nodePort".into(), json!(port));
                 }
             }
         }

@@ -175,3 +175,54 @@ async fn repair_after_a_crash() {
     alloc.prepare_create(&mut other).unwrap();
     assert!(alloc.claim(&mut other, None, false).await.is_err());
 }
+
+#[tokio::test]
+async fn node_ports_shared_by_port_number_and_kept_for_load_balancers() {
+    let t = temp_store("ports");
+    let alloc = Allocator::new(t.store.clone(), ranges("10.9.0.0/24"));
+    // 53/TCP and 53/UDP get one node port on create, as upstream.
+    let mut dns = svc(
+        "dns",
+        json!({"type": "NodePort", "ports": [
+            {"name": "tcp", "port": 53, "protocol": "TCP"},
+            {"name": "udp", "port": 53, "protocol": "UDP"},
+            {"name": "metrics", "port": 9153, "protocol": "TCP"}]}),
+    );
+    alloc.prepare_create(&mut dns).unwrap();
+    let _ = alloc.claim(&mut dns, None, false).await.unwrap();
+    let np = |s: &Value, i: usize| s["spec"]["ports"][i]["nodePort"].as_i64().unwrap();
+    assert_eq!(np(&dns, 0), np(&dns, 1));
+    assert_ne!(np(&dns, 0), np(&dns, 2));
+    assert_eq!(alloc.existing(NODE_PORT_PREFIX).await.unwrap().len(), 2);
+
+    // allocateLoadBalancerNodePorts: false allocates nothing but honours a request.
+    let taken = alloc.existing(NODE_PORT_PREFIX).await.unwrap();
+    let free = (30000..=30009)
+        .find(|p: &i64| !taken.contains(&p.to_string()))
+        .unwrap();
+    let mut lb = svc(
+        "lb",
+        json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false, "ports": [
+            {"name": "a", "port": 80, "nodePort": free}, {"name": "b", "port": 81}]}),
+    );
+    alloc.prepare_create(&mut lb).unwrap();
+    let _ = alloc.claim(&mut lb, None, false).await.unwrap();
+    assert_eq!(np(&lb, 0), free);
+    assert!(lb["spec"]["ports"][1].get("nodePort").is_none());
+    assert!(
+        alloc
+            .existing(NODE_PORT_PREFIX)
+            .await
+            .unwrap()
+            .contains(&free.to_string())
+    );
+    // And releases it on delete.
+    alloc.release_unused(&lb, None).await;
+    assert!(
+        !alloc
+            .existing(NODE_PORT_PREFIX)
+            .await
+            .unwrap()
+            .contains(&free.to_string())
+    );
+}
