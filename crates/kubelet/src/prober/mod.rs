@@ -331,23 +331,28 @@ pub fn will_restart(pod: &Pod) -> bool {
 }
 
 /// The grace period of a probe-triggered kill (`setTerminationGracePeriod`):
-/// the pod's deletion grace period if it is being deleted, else the probe's
-/// own terminationGracePeriodSeconds, else the pod's (30 s by default).
+/// the pod's deletion grace period if it is being deleted; else, when the pod
+/// sets terminationGracePeriodSeconds (API defaulting always does, 30), the
+/// probe's own terminationGracePeriodSeconds or the pod's; else the 2 s minimum.
 pub fn kill_grace_period(pod: &Pod, container: &Container, reason: KillReason) -> i64 {
+    const MINIMUM_GRACE_PERIOD: i64 = 2;
     if let Some(g) = pod.metadata.deletion_grace_period_seconds {
         return g;
     }
+    let Some(pod_grace) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+    else {
+        return MINIMUM_GRACE_PERIOD;
+    };
     let probe = match reason {
         KillReason::LivenessProbe => container.liveness_probe.as_ref(),
         KillReason::StartupProbe => container.startup_probe.as_ref(),
     };
-    if let Some(g) = probe.and_then(|p| p.termination_grace_period_seconds) {
-        return g;
-    }
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds)
-        .unwrap_or(30)
+    probe
+        .and_then(|p| p.termination_grace_period_seconds)
+        .unwrap_or(pod_grace)
 }
 
 #[cfg(test)]
@@ -441,9 +446,10 @@ mod tests {
             kill_grace_period(&pod("Always", Some(60)), &c, KillReason::StartupProbe),
             60
         );
+        // No pod-level grace period: the minimum, even with a probe-level one.
         assert_eq!(
-            kill_grace_period(&pod("Always", None), &c, KillReason::StartupProbe),
-            30
+            kill_grace_period(&pod("Always", None), &c, KillReason::LivenessProbe),
+            2
         );
         let mut deleting = pod("Always", Some(60));
         deleting.metadata.deletion_grace_period_seconds = Some(1);
