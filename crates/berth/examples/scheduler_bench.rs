@@ -197,10 +197,46 @@ async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> 
     })
 }
 
+/// The scheduling algorithm alone, in process: per pod, refresh the snapshot,
+/// filter and score with the default profile, assume — no API round trips.
+fn algorithm_only(nodes: usize, pods: usize) -> anyhow::Result<f64> {
+    use berth_scheduler::cache::Cache;
+    use berth_scheduler::framework::{PodInfo, SearchState, Snapshot};
+    let fw = berth_scheduler::plugins::new_framework(&Default::default())?;
+    let mut cache = Cache::default();
+    for i in 0..nodes {
+        cache.add_or_update_node(Arc::new(node(&format!("bench-node-{i}"))?));
+    }
+    let mut snap = Snapshot::default();
+    let mut search = SearchState {
+        parallelism: berth_scheduler::SchedulerConfig::default().effective_parallelism(),
+        ..Default::default()
+    };
+    let templates: Vec<Pod> = (0..pods)
+        .map(|i| {
+            let mut p = pod(&format!("p-{i}"))?;
+            p.metadata.namespace = Some("default".into());
+            Ok(p)
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let started = Instant::now();
+    for p in templates {
+        cache.update_snapshot(&mut snap);
+        let pi = Arc::new(PodInfo::new(p));
+        let res = fw
+            .schedule_pod(&pi, &snap, &mut search)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        cache.assume_pod(pi, &res.suggested_host)?;
+    }
+    Ok(pods as f64 / started.elapsed().as_secs_f64())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let nodes = env("BERTH_BENCH_NODES", 5000);
     let clients = env("BERTH_BENCH_CLIENTS", 32);
+    let algo_pods = env("BERTH_BENCH_ALGO_PODS", 20_000);
+    let algo = tokio::task::spawn_blocking(move || algorithm_only(nodes, algo_pods)).await??;
     let mut runs = Vec::new();
     for total in pod_counts() {
         runs.push(run(nodes, total, clients).await?);
@@ -222,5 +258,8 @@ async fn main() -> anyhow::Result<()> {
             r.steady,
         );
     }
+    println!(
+        "\nScheduling algorithm alone (in process, {nodes} nodes, {algo_pods} pods, no API): {algo:.0} pods/s"
+    );
     Ok(())
 }

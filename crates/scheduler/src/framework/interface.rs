@@ -21,6 +21,9 @@ pub struct CycleState {
     data: HashMap<&'static str, Arc<dyn Any + Send + Sync>>,
     /// Plugins whose PreFilter/PreScore said Skip (upstream's SkipFilterPlugins/SkipScorePlugins).
     pub skip_filter: HashSet<&'static str>,
+    /// `skip_filter` per Filter plugin in profile order, computed once per
+    /// cycle so the per-node loop does no lookups.
+    pub filter_skip_mask: Vec<bool>,
     pub skip_score: HashSet<&'static str>,
 }
 

@@ -168,8 +168,14 @@ enum Checked {
 impl Framework {
     /// Runs every Filter plugin on one node; the first rejection wins, as upstream.
     pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for pl in &self.filter {
-            if state.skip_filter.contains(pl.name()) {
+        let masked = state.filter_skip_mask.len() == self.filter.len();
+        for (i, pl) in self.filter.iter().enumerate() {
+            let skip = if masked {
+                state.filter_skip_mask[i]
+            } else {
+                state.skip_filter.contains(pl.name())
+            };
+            if skip {
                 continue;
             }
             let s = pl.filter(state, pod, node);
@@ -191,12 +197,16 @@ impl Framework {
         node: &NodeInfo,
         snap: &Snapshot,
     ) -> Status {
-        let key = pod.key();
-        let nominated: Vec<&Arc<PodInfo>> = snap
-            .nominated
-            .get(node.name())
-            .into_iter()
+        // Checked for every node: no work unless something is nominated here.
+        let Some(here) = (!snap.nominated.is_empty())
+            .then(|| snap.nominated.get(node.name()))
             .flatten()
+        else {
+            return self.run_filter_plugins(state, pod, node);
+        };
+        let key = pod.key();
+        let nominated: Vec<&Arc<PodInfo>> = here
+            .iter()
             .filter(|p| p.priority() >= pod.priority() && p.key() != key)
             .collect();
         if nominated.is_empty() {
@@ -252,6 +262,11 @@ impl Framework {
             }
         }
 
+        state.filter_skip_mask = self
+            .filter
+            .iter()
+            .map(|pl| state.skip_filter.contains(pl.name()))
+            .collect();
         let n = nodes.len();
         let percentage = self
             .percentage_of_nodes_to_score
@@ -314,7 +329,7 @@ impl Framework {
             .collect();
 
         let scores = self.prioritize_nodes(&mut state, pod, &feasible, snap)?;
-        let suggested_host = select_host(&scores);
+        let suggested_host = scores.first().map(|s| s.name.clone()).unwrap_or_default();
         Ok(ScheduleResult {
             suggested_host,
             evaluated_nodes: processed,
@@ -352,7 +367,7 @@ impl Framework {
     }
 
     /// PreScore, Score, NormalizeScore and weights (upstream `prioritizeNodes`);
-    /// returns the best `EXPLAINED_CANDIDATES` nodes plus every node tied with the best.
+    /// returns the chosen node first, then the next best, `EXPLAINED_CANDIDATES` in all.
     fn prioritize_nodes(
         &self,
         state: &mut CycleState,
@@ -362,14 +377,7 @@ impl Framework {
     ) -> Result<Vec<NodePluginScores>, ScheduleError> {
         // Upstream skips scoring when there is nothing to choose between.
         if nodes.len() == 1 || self.score.is_empty() {
-            return Ok(nodes
-                .iter()
-                .map(|n| NodePluginScores {
-                    name: n.name().to_string(),
-                    scores: Vec::new(),
-                    total: 0,
-                })
-                .collect());
+            return Ok(pick_and_explain(nodes, &vec![0; nodes.len()], &[]));
         }
         for pl in &self.pre_score {
             let s = pl.pre_score(state, pod, nodes, snap);
@@ -383,21 +391,24 @@ impl Framework {
         }
         let mut totals = vec![0i64; nodes.len()];
         let mut per_plugin: Vec<(&'static str, Vec<i64>)> = Vec::with_capacity(self.score.len());
+        // One list reused by every plugin: names are set once.
+        let mut list: Vec<NodeScore> = nodes
+            .iter()
+            .map(|n| NodeScore {
+                name: n.name_arc(),
+                score: 0,
+            })
+            .collect();
         for ws in &self.score {
             let name = ws.plugin.name();
             if state.skip_score.contains(name) {
                 continue;
             }
-            let mut list = Vec::with_capacity(nodes.len());
-            for n in nodes {
-                let score = ws
+            for (ns, n) in list.iter_mut().zip(nodes) {
+                ns.score = ws
                     .plugin
                     .score(state, pod, n)
                     .map_err(|s| ScheduleError::Internal(s.with_plugin(name)))?;
-                list.push(NodeScore {
-                    name: n.name_arc(),
-                    score,
-                });
             }
             let s = ws.plugin.normalize_score(state, pod, &mut list);
             if !s.is_success() {
@@ -412,26 +423,7 @@ impl Framework {
             }
             per_plugin.push((name, weighted));
         }
-        let mut order: Vec<usize> = (0..nodes.len()).collect();
-        order.sort_by(|&a, &b| {
-            totals[b]
-                .cmp(&totals[a])
-                .then_with(|| nodes[a].name().cmp(nodes[b].name()))
-        });
-        let best = totals[order[0]];
-        Ok(order
-            .into_iter()
-            .enumerate()
-            .take_while(|(rank, i)| *rank < EXPLAINED_CANDIDATES || totals[*i] == best)
-            .map(|(_, i)| NodePluginScores {
-                name: nodes[i].name().to_string(),
-                scores: per_plugin
-                    .iter()
-                    .map(|(p, v)| (p.to_string(), v[i]))
-                    .collect(),
-                total: totals[i],
-            })
-            .collect())
+        Ok(pick_and_explain(nodes, &totals, &per_plugin))
     }
 
     pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
@@ -524,14 +516,45 @@ impl FilterHandle for Framework {
     }
 }
 
-/// The highest total; ties broken uniformly at random (upstream's reservoir sampling).
-fn select_host(scores: &[NodePluginScores]) -> String {
-    let Some(best) = scores.iter().map(|s| s.total).max() else {
-        return String::new();
+/// Picks the highest total, ties broken uniformly at random (as upstream's
+/// reservoir sampling), and explains it and the next best nodes.
+fn pick_and_explain(
+    nodes: &[&NodeInfo],
+    totals: &[i64],
+    per_plugin: &[(&'static str, Vec<i64>)],
+) -> Vec<NodePluginScores> {
+    let Some(best) = totals.iter().max().copied() else {
+        return Vec::new();
     };
-    let top: Vec<&NodePluginScores> = scores.iter().filter(|s| s.total == best).collect();
-    let i = rand::rng().random_range(0..top.len());
-    top[i].name.clone()
+    let ties = totals.iter().filter(|t| **t == best).count();
+    let pick = rand::rng().random_range(0..ties);
+    let chosen = (0..totals.len())
+        .filter(|&i| totals[i] == best)
+        .nth(pick)
+        .unwrap_or(0);
+    let better = |a: &usize, b: &usize| {
+        totals[*b]
+            .cmp(&totals[*a])
+            .then_with(|| nodes[*a].name().cmp(nodes[*b].name()))
+    };
+    let mut others: Vec<usize> = (0..totals.len()).filter(|&i| i != chosen).collect();
+    let k = (EXPLAINED_CANDIDATES - 1).min(others.len());
+    if k > 0 && k < others.len() {
+        others.select_nth_unstable_by(k - 1, better);
+    }
+    others.truncate(k);
+    others.sort_by(better);
+    std::iter::once(chosen)
+        .chain(others)
+        .map(|i| NodePluginScores {
+            name: nodes[i].name().to_string(),
+            scores: per_plugin
+                .iter()
+                .map(|(p, v)| (p.to_string(), v[i]))
+                .collect(),
+            total: totals[i],
+        })
+        .collect()
 }
 
 /// The top `n` candidates as one line: `node-a 300 (NodeResourcesFit 75, …); …`.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::framework::{
-    CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScore, Score, Snapshot, Status,
+    Code, CycleState, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScore, Score, Snapshot, Status,
 };
 
 pub const NAME: &str = "ImageLocality";
@@ -69,7 +69,11 @@ impl PreScore for ImageLocality {
                 let count = snap.image_num_nodes.get(&n).copied().unwrap_or(0);
                 (n, count)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // No node has any of the images: every node would score 0.
+        if images.iter().all(|(_, count)| *count == 0) {
+            return Status::new(Code::Skip, Vec::new());
+        }
         state.write(
             STATE_KEY,
             Arc::new(PodImages {

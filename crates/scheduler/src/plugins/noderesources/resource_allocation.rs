@@ -64,10 +64,17 @@ pub fn request_and_allocatable(
 
 /// A strategy's weighted average over its resources.
 pub fn score(strategy: &ScoringStrategy, pod: &PodInfo, node: &NodeInfo) -> i64 {
-    let resources: Vec<ResourceSpec> = strategy.effective_resources();
+    // Scored per node: no allocation for the default resource list.
+    static CPU_MEMORY: std::sync::LazyLock<Vec<ResourceSpec>> =
+        std::sync::LazyLock::new(ResourceSpec::cpu_memory);
+    let resources: &[ResourceSpec] = if strategy.resources.is_empty() {
+        &CPU_MEMORY
+    } else {
+        &strategy.resources
+    };
     let mut total = 0;
     let mut weight_sum = 0;
-    for r in &resources {
+    for r in resources {
         let (requested, alloc) = request_and_allocatable(node, pod, &r.name, true);
         if alloc == 0 {
             continue;
