@@ -31,6 +31,7 @@ pub mod eviction;
 pub mod health;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_runtime::events::{EventSource, EventType, Recorder, Regarding};
@@ -146,7 +147,10 @@ pub async fn run(client: kube::Client, cfg: Config) {
     let (leases, lease_writer) = reflector::store::<Lease>();
     let node_stream = reflector::reflector(
         node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).default_backoff(),
+        watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+            .default_backoff()
+            // managedFields are most of a node's bytes and never read here.
+            .modify(|n: &mut Node| n.metadata.managed_fields = None),
     );
     let lease_stream = reflector::reflector(
         lease_writer,
@@ -154,7 +158,8 @@ pub async fn run(client: kube::Client, cfg: Config) {
             Api::<Lease>::namespaced(client.clone(), LEASE_NAMESPACE),
             watcher::Config::default(),
         )
-        .default_backoff(),
+        .default_backoff()
+        .modify(|l: &mut Lease| l.metadata.managed_fields = None),
     );
     let mut ctl = Controller {
         cfg,
@@ -236,7 +241,7 @@ impl Controller {
                 .iter()
                 .any(|n| n.metadata.name.as_deref() == Some(name.as_str()))
         });
-        let mut current: Vec<Node> = Vec::with_capacity(nodes.len());
+        let mut current: Vec<Arc<Node>> = Vec::with_capacity(nodes.len());
         for node in nodes {
             let Some(name) = node.metadata.name.clone() else {
                 continue;
@@ -254,7 +259,8 @@ impl Controller {
                 health::grace_period(&node, self.cfg.startup_grace_period, self.cfg.grace_period);
             let silent = obs.silent_for(now) > grace;
             let was_ready = last_ready == "True";
-            let mut node = (*node).clone();
+            // Shared with the informer's cache; replaced only by our own update's result.
+            let mut node = node;
             if silent {
                 let conditions = health::unknown_conditions(&node, wall);
                 if !conditions.is_empty() {
@@ -266,7 +272,7 @@ impl Controller {
                     {
                         Ok(updated) => {
                             info!(node = %name, "node stopped posting status; conditions set to Unknown");
-                            node = updated;
+                            node = Arc::new(updated);
                         }
                         Err(e) => warn!(node = %name, error = %e, "updating node health"),
                     }
@@ -278,7 +284,7 @@ impl Controller {
             }
             if was_ready && ready != "True" {
                 self.node_events.event(
-                    &node,
+                    node.as_ref(),
                     EventType::Normal,
                     "NodeNotReady",
                     format!("Node {name} status is now: NodeNotReady"),
@@ -328,7 +334,7 @@ impl Controller {
 
     /// NoSchedule taints at once; NoExecute taints added at the zone's rate,
     /// removed at once.
-    async fn update_taints(&mut self, nodes: &[Node], now: Instant, wall: Timestamp) {
+    async fn update_taints(&mut self, nodes: &[Arc<Node>], now: Instant, wall: Timestamp) {
         // Zone health from the Ready status of every node.
         let mut zones: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for n in nodes {
