@@ -201,7 +201,9 @@ async fn follow(
     current: &Mutex<String>,
 ) -> Result<(u16, Vec<u8>), (String, String)> {
     let mut t = target.clone();
-    for sent in 1.. {
+    let mut sent = 0;
+    loop {
+        sent += 1;
         let url = t.url();
         if let Ok(mut c) = current.lock() {
             *c = url.clone();
@@ -221,7 +223,6 @@ async fn follow(
         }
         t = next;
     }
-    unreachable!("the redirect loop returns")
 }
 
 /// The request a `Location` header points to, relative to `t`.
@@ -297,7 +298,7 @@ async fn exchange(t: &HttpTarget) -> Result<(u16, Option<String>, Vec<u8>), Stri
         Scheme::Https => {
             let name = rustls::pki_types::ServerName::try_from(t.host.clone())
                 .map_err(|e| format!("tls: invalid server name {:?}: {e}", t.host))?;
-            let tls = tokio_rustls::TlsConnector::from(insecure_tls_config())
+            let tls = tokio_rustls::TlsConnector::from(insecure_tls_config()?)
                 .connect(name, tcp)
                 .await
                 .map_err(|e| format!("tls: {e}"))?;
@@ -407,25 +408,20 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-fn insecure_tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+fn insecure_tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
                 .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-                .unwrap_or_else(|_| {
-                    // ring supports both default versions; this cannot fail.
-                    rustls::ClientConfig::builder_with_provider(provider.clone())
-                        .with_protocol_versions(&[&rustls::version::TLS13])
-                        .unwrap_or_else(|_| unreachable!("ring supports TLS 1.3"))
-                });
-            Arc::new(
+                .map_err(|e| format!("tls: {e}"))?;
+            Ok(Arc::new(
                 builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
                     .with_no_client_auth(),
-            )
+            ))
         })
         .clone()
 }
