@@ -687,3 +687,230 @@ fn seed_startup_probe_demo() {
     s.k(&["delete", "deployment", "myapp"]);
     delete_all(&s);
 }
+
+/// The PID of a pod's container, from containerd.
+fn container_pid(s: &Server, pod: &str) -> String {
+    let id = jsonpath(s, pod, "{.status.containerStatuses[0].containerID}");
+    let id = id.trim_start_matches("containerd://").to_string();
+    let sock = s.data_dir.join("agent/containerd/containerd.sock");
+    let out = std::process::Command::new("ctr")
+        .arg("--address")
+        .arg(&sock)
+        .args(["-n", "k8s.io", "tasks", "ls"])
+        .output()
+        .expect("ctr");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn pods_are_grouped_by_qos_class_under_berths_cgroup() {
+    let (s, _g) = agent_server("node-qos");
+    let cases = [
+        (
+            "guaranteed",
+            "    resources:\n      limits: {cpu: 200m, memory: 64Mi}\n",
+            "/berth/pod",
+            "Guaranteed",
+        ),
+        (
+            "burstable",
+            "    resources:\n      requests: {cpu: 250m}\n      limits: {memory: 128Mi}\n",
+            "/berth/burstable/pod",
+            "Burstable",
+        ),
+        ("besteffort", "", "/berth/besteffort/pod", "BestEffort"),
+    ];
+    for (name, res, _, _) in &cases {
+        apply(&s, &pod(name, "Always", "busybox", "sleep 3600", res));
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own_memory = own.lines().find_map(|l| {
+        l.split_once(":memory:")
+            .map(|(_, p)| p.trim_end_matches('/').to_string())
+    });
+    for (name, _, dir, class) in &cases {
+        wait_for(&s, name, "{.status.phase}", Duration::from_secs(30), |p| {
+            p == "Running"
+        });
+        assert_eq!(jsonpath(&s, name, "{.status.qosClass}"), *class);
+        let uid = jsonpath(&s, name, "{.metadata.uid}");
+        let pid = container_pid(&s, name);
+        let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        let memory = cg
+            .lines()
+            .find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+            .unwrap_or_else(|| {
+                cg.lines()
+                    .find_map(|l| l.strip_prefix("0::"))
+                    .unwrap_or_default()
+                    .to_string()
+            });
+        let want = format!("{}{dir}{uid}/", own_memory.clone().unwrap_or_default());
+        assert!(
+            memory.starts_with(&want),
+            "{name}: {memory} not under {want}"
+        );
+    }
+    // cgroup values as the pods' limits say, read inside each container.
+    let checks = [
+        ("guaranteed", "67108864", "20000", "204"),
+        ("burstable", "134217728", "-1", "256"),
+        ("besteffort", "", "-1", "2"),
+    ];
+    for (name, mem, quota, shares) in checks {
+        let pid = container_pid(&s, name);
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("/proc/{pid}/root/sys/fs/cgroup/{f}"))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        if !mem.is_empty() {
+            assert_eq!(read("memory/memory.limit_in_bytes"), mem, "{name}");
+        }
+        assert_eq!(read("cpu/cpu.cfs_quota_us"), quota, "{name}");
+        assert_eq!(read("cpu/cpu.shares"), shares, "{name}");
+    }
+    delete_all(&s);
+}
+
+#[test]
+fn config_map_secret_and_downward_api_reach_the_container() {
+    let (s, _g) = agent_server("node-volumes");
+    s.k(&[
+        "create",
+        "configmap",
+        "app-config",
+        "--from-literal=greeting=hello",
+    ]);
+    s.k(&[
+        "create",
+        "secret",
+        "generic",
+        "app-secret",
+        "--from-literal=password=s3cret",
+    ]);
+    let check = "test \"$GREETING\" = hello && test \"$PASSWORD\" = s3cret && test \"$MY_POD\" = vols \
+                 && test \"$(cat /cfg/greeting)\" = hello && test \"$(cat /sec/password)\" = s3cret \
+                 && grep -q vols /info/name && test -d /scratch";
+    let extra = "    env:
+    - name: GREETING
+      valueFrom: {configMapKeyRef: {name: app-config, key: greeting}}
+    - name: PASSWORD
+      valueFrom: {secretKeyRef: {name: app-secret, key: password}}
+    - name: MY_POD
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec}
+    - {name: info, mountPath: /info}
+    - {name: scratch, mountPath: /scratch}
+  volumes:
+  - name: cfg
+    configMap: {name: app-config}
+  - name: sec
+    secret: {secretName: app-secret}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+  - name: scratch
+    emptyDir: {}
+";
+    apply(&s, &pod("vols", "Never", "busybox", check, extra));
+    let phase = wait_for(
+        &s,
+        "vols",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    assert_eq!(phase, "Succeeded");
+    // A missing ConfigMap: the pod waits in ContainerCreating with FailedMount.
+    let missing = "  volumes:\n  - name: cfg\n    configMap: {name: nope}\n";
+    apply(&s, &pod("nomount", "Always", "busybox", "true", missing));
+    wait_until(Duration::from_secs(30), "FailedMount", || {
+        let out = s.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=nomount",
+        ]);
+        String::from_utf8_lossy(&out.stdout)
+            .contains("MountVolume.SetUp failed for volume \"cfg\" : configmap \"nope\" not found")
+    });
+    let row = s.k(&["get", "pod", "nomount", "--no-headers"]);
+    assert!(row.contains("ContainerCreating"), "{row}");
+    delete_all(&s);
+}
+
+#[test]
+fn create_delete_cycles_leak_nothing() {
+    let (s, _g) = agent_server("node-leak");
+    let cycles: usize = std::env::var("BERTH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let batch = 10;
+    for round in 0..cycles.div_ceil(batch) {
+        for i in 0..batch {
+            apply(
+                &s,
+                &pod(
+                    &format!("cyc-{round}-{i}"),
+                    "Always",
+                    "busybox",
+                    "sleep 3600",
+                    "",
+                ),
+            );
+        }
+        for i in 0..batch {
+            wait_for(
+                &s,
+                &format!("cyc-{round}-{i}"),
+                "{.status.phase}",
+                Duration::from_secs(60),
+                |p| p == "Running",
+            );
+        }
+        delete_all(&s);
+    }
+    assert!(
+        runtime_containers(&s).is_empty(),
+        "{:?}",
+        runtime_containers(&s)
+    );
+    assert!(allocated_ips(&s).is_empty(), "{:?}", allocated_ips(&s));
+    let sock = s.data_dir.join("agent/containerd/containerd.sock");
+    let out = std::process::Command::new("ctr")
+        .arg("--address")
+        .arg(&sock)
+        .args(["-n", "k8s.io", "tasks", "ls", "-q"])
+        .output()
+        .expect("ctr");
+    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    if let Some(mem) = own
+        .lines()
+        .find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+    {
+        let besteffort = format!(
+            "/sys/fs/cgroup/memory{}/berth/besteffort",
+            mem.trim_end_matches('/')
+        );
+        let left: Vec<_> = std::fs::read_dir(&besteffort)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("pod"))
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "pod cgroups left: {left:?}");
+    }
+}

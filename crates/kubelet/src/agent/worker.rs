@@ -106,7 +106,16 @@ struct Worker {
     last_patch: Option<Value>,
     terminal: bool,
     sandbox_error: Option<String>,
+    /// The last FailedMount message (recorded once per change).
+    mount_error: Option<String>,
+    /// When payload volumes (configMap, secret, downwardAPI, projected) were
+    /// last written; they are refreshed every `VOLUME_RESYNC`.
+    volumes_synced: Option<Instant>,
 }
+
+/// How often configMap/secret/downwardAPI contents are re-written (upstream's
+/// kubelet sync period is 1 min).
+const VOLUME_RESYNC: Duration = Duration::from_secs(10);
 
 fn container_ref(pod: &Pod, c: &str, init: bool) -> ObjectReference {
     let (name, ns, uid) = podspec::meta(pod);
@@ -163,6 +172,8 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
         last_patch: None,
         terminal: false,
         sandbox_error: None,
+        mount_error: None,
+        volumes_synced: None,
     };
     let poke = Arc::new(tokio::sync::Notify::new());
     shared
@@ -288,6 +299,84 @@ impl Worker {
         }
     }
 
+    /// Writes the pod's configMap/secret/downwardAPI/projected volumes; false
+    /// (with a FailedMount event) while one cannot be set up.
+    async fn mount_volumes(&mut self, pod: &Pod) -> bool {
+        let volumes = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.volumes.clone())
+            .unwrap_or_default();
+        let needs = volumes.iter().any(|v| {
+            v.config_map.is_some()
+                || v.secret.is_some()
+                || v.downward_api.is_some()
+                || v.projected.is_some()
+        });
+        if !needs
+            || self
+                .volumes_synced
+                .is_some_and(|t| t.elapsed() < VOLUME_RESYNC)
+        {
+            return true;
+        }
+        let ns = podspec::meta(pod).1;
+        let (cm_names, secret_names) = crate::volumes::referenced_objects(pod);
+        let mut cms = BTreeMap::new();
+        let cm_api: Api<ConfigMap> = Api::namespaced(self.shared.client.clone(), ns);
+        for n in cm_names {
+            if let Ok(Some(cm)) = cm_api.get_opt(&n).await {
+                cms.insert(n, cm);
+            }
+        }
+        let mut secrets = BTreeMap::new();
+        let s_api: Api<Secret> = Api::namespaced(self.shared.client.clone(), ns);
+        for n in secret_names {
+            if let Ok(Some(sec)) = s_api.get_opt(&n).await {
+                secrets.insert(n, sec);
+            }
+        }
+        let host_ips = vec![self.shared.host_ip.clone()];
+        let empty = BTreeMap::new();
+        let env = envvars::EnvSources {
+            config_maps: &cms,
+            secrets: &secrets,
+            pod_ips: &self.ips,
+            host_ips: &host_ips,
+            node_allocatable: &self.shared.allocatable,
+            service_env: &empty,
+        };
+        let src = crate::volumes::ProjectedSources {
+            config_maps: &cms,
+            secrets: &secrets,
+            env: &env,
+            service_account_token: None,
+        };
+        let pod_dir = podspec::pod_dir(&self.shared.ctx, pod);
+        for v in &volumes {
+            let Some(payload) = crate::volumes::volume_payload(v, pod, &src) else {
+                continue;
+            };
+            let Some(dir) = crate::volumes::volume_dir(&pod_dir, v) else {
+                continue;
+            };
+            let result = payload.and_then(|p| crate::volumes::writer::write(&dir, &p));
+            if let Err(e) = result {
+                let msg = format!("MountVolume.SetUp failed for volume {:?} : {e}", v.name);
+                if self.mount_error.as_deref() != Some(msg.as_str()) {
+                    self.shared
+                        .recorder
+                        .event(pod, EventType::Warning, "FailedMount", msg.clone());
+                }
+                self.mount_error = Some(msg);
+                return false;
+            }
+        }
+        self.mount_error = None;
+        self.volumes_synced = Some(Instant::now());
+        true
+    }
+
     fn sandbox_failed(&mut self, pod: &Pod, err: &str) {
         let msg = format!("Failed to create pod sandbox: {err}");
         if self.sandbox_error.as_deref() != Some(msg.as_str()) {
@@ -355,7 +444,8 @@ impl Worker {
             }
             return;
         }
-        let sandbox_ok = self.ensure_sandbox(pod).await;
+        // Volumes before the sandbox, as upstream's WaitForAttachAndMount.
+        let sandbox_ok = self.mount_volumes(pod).await && self.ensure_sandbox(pod).await;
         self.shared.probes.add_pod(pod);
         let policy = restart_policy(pod).to_string();
         let spec = pod.spec.clone().unwrap_or_default();
