@@ -236,14 +236,44 @@ fn failures_since_success(
     )
 }
 
+/// Patches the status guarded by `rv` (the resourceVersion the sync read):
+/// `Ok(false)` when the Job is gone or changed meanwhile, so a sync working
+/// from a stale status can never overwrite the counters.
+async fn write_status(
+    api: &Api<Job>,
+    name: &str,
+    mut patch: serde_json::Value,
+    rv: &mut Option<String>,
+) -> Result<bool, Error> {
+    patch["metadata"] = json!({ "resourceVersion": rv });
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(j) => {
+            *rv = j.metadata.resource_version;
+            Ok(true)
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let Some(spec) = job.spec.clone() else {
-        return Ok(Action::await_change());
-    };
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let name = job.metadata.name.clone().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &ns);
+    // The counters are carried over from the stored status: read it fresh,
+    // not from the watch cache, which may lag behind our last write.
+    let Some(job) = jobs_api.get_opt(&name).await? else {
+        return Ok(Action::await_change());
+    };
+    let job = Arc::new(job);
+    let mut rv = job.metadata.resource_version.clone();
+    let Some(spec) = job.spec.clone() else {
+        return Ok(Action::await_change());
+    };
     let selector = spec.selector.clone().unwrap_or_default();
     let pods = podutil::claim(&pods_api, job.as_ref(), &selector, |_| true).await?;
     let now = Timestamp::now();
@@ -319,15 +349,6 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             to_release.push(p);
         }
     }
-    let status_api = |patch: serde_json::Value| {
-        let jobs_api = jobs_api.clone();
-        let name = name.clone();
-        async move {
-            jobs_api
-                .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        }
-    };
     let completed_str = logic::format_indexes(&done_idx);
     let unc_changed = uncounted.succeeded.clone().unwrap_or_default().len() != unc_ok.len()
         || uncounted.failed.clone().unwrap_or_default().len() != unc_fail.len();
@@ -349,10 +370,8 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             patch["status"]["completedIndexes"] = json!(completed_str);
             patch["status"]["succeeded"] = json!(done_idx.len());
         }
-        match status_api(patch).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
-            Err(e) => return Err(e.into()),
+        if !write_status(&jobs_api, &name, patch, &mut rv).await? {
+            return Ok(Action::requeue(Duration::from_millis(200)));
         }
     }
     for p in &to_release {
@@ -540,10 +559,8 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                 || u.failed.as_ref().is_some_and(|v| !v.is_empty())
         });
     if changed || unc_changed || stored_uncounted {
-        match status_api(patch).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
-            Err(e) => return Err(e.into()),
+        if !write_status(&jobs_api, &name, patch, &mut rv).await? {
+            return Ok(Action::requeue(Duration::from_millis(200)));
         }
     }
     if finished_now {

@@ -94,11 +94,20 @@ pub fn claim_name(template: &str, set: &str, ordinal: i32) -> String {
 }
 
 async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let ns = set.metadata.namespace.clone().unwrap_or_default();
+    let name = set.metadata.name.clone().unwrap_or_default();
+    // currentRevision and currentReplicas carry over from the stored status:
+    // read it fresh, not from the watch cache, which may lag our last write.
+    let Some(set) = Api::<StatefulSet>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(&name)
+        .await?
+    else {
+        return Ok(Action::await_change());
+    };
+    let set = Arc::new(set);
     let Some(spec) = set.spec.clone() else {
         return Ok(Action::await_change());
     };
-    let ns = set.metadata.namespace.clone().unwrap_or_default();
-    let name = set.metadata.name.clone().unwrap_or_default();
     let uid = set.metadata.uid.clone().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let revs_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
