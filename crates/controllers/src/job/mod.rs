@@ -558,10 +558,10 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             u.succeeded.as_ref().is_some_and(|v| !v.is_empty())
                 || u.failed.as_ref().is_some_and(|v| !v.is_empty())
         });
-    if changed || unc_changed || stored_uncounted {
-        if !write_status(&jobs_api, &name, patch, &mut rv).await? {
-            return Ok(Action::requeue(Duration::from_millis(200)));
-        }
+    if (changed || unc_changed || stored_uncounted)
+        && !write_status(&jobs_api, &name, patch, &mut rv).await?
+    {
+        return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if finished_now {
         info!(job = %name, "job finished");
