@@ -47,6 +47,8 @@ pub struct RestartRequest {
     pub namespace: String,
     pub pod_name: String,
     pub container: String,
+    /// `spec.containers{app}` or `spec.initContainers{sidecar}`, for the event.
+    pub field_path: String,
     pub container_id: String,
     pub reason: KillReason,
     /// `Container app failed liveness probe, will be restarted`.
@@ -478,6 +480,7 @@ impl WorkerTask {
                     namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
                     pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
                     container: self.key.container.clone(),
+                    field_path: super::container_field_path(&self.pod, &self.key.container),
                     container_id,
                     reason,
                     message: kill_message(&self.key.container, reason, &self.pod),
@@ -682,6 +685,7 @@ mod tests {
                     ProberUpdate::Restart(r) => {
                         assert_eq!(Some(&r.container_id), instances.last().map(|i| &i.id));
                         assert_eq!(r.grace_period_seconds, 30);
+                        assert_eq!(r.field_path, "spec.containers{busybox}");
                         seen.kills.push(r.message);
                         dying = Some(Instant::now() + Duration::from_secs(30));
                     }

@@ -303,6 +303,27 @@ impl Prober {
     }
 }
 
+/// The `fieldPath` of a container's events (`spec.containers{app}`,
+/// `spec.initContainers{sidecar}`, `spec.ephemeralContainers{debugger}`).
+pub fn container_field_path(pod: &Pod, container: &str) -> String {
+    let spec = pod.spec.as_ref();
+    let is_in = |list: Option<Vec<String>>| list.is_some_and(|l| l.iter().any(|n| n == container));
+    let init = spec
+        .and_then(|s| s.init_containers.as_ref())
+        .map(|l| l.iter().map(|c| c.name.clone()).collect());
+    let eph = spec
+        .and_then(|s| s.ephemeral_containers.as_ref())
+        .map(|l| l.iter().map(|c| c.name.clone()).collect());
+    let list = if is_in(init) {
+        "initContainers"
+    } else if is_in(eph) {
+        "ephemeralContainers"
+    } else {
+        "containers"
+    };
+    format!("spec.{list}{{{container}}}")
+}
+
 /// Why the kubelet kills a running container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillReason {
@@ -416,6 +437,24 @@ mod tests {
         for (port, want) in cases {
             assert_eq!(resolve_container_port(&port, &c), want, "{port:?}");
         }
+    }
+
+    #[test]
+    fn field_paths() {
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {
+            "initContainers": [{"name": "side", "restartPolicy": "Always"}],
+            "containers": [{"name": "app"}],
+            "ephemeralContainers": [{"name": "dbg"}]}}))
+        .unwrap();
+        assert_eq!(container_field_path(&pod, "app"), "spec.containers{app}");
+        assert_eq!(
+            container_field_path(&pod, "side"),
+            "spec.initContainers{side}"
+        );
+        assert_eq!(
+            container_field_path(&pod, "dbg"),
+            "spec.ephemeralContainers{dbg}"
+        );
     }
 
     #[test]
