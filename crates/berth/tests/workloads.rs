@@ -255,6 +255,42 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
     // Claims are retained (persistentVolumeClaimRetentionPolicy defaults to Retain).
     let claims = items(&s, "/api/v1/namespaces/default/persistentvolumeclaims");
     assert_eq!(claims.len(), 3);
+
+    // Deleting the set takes its pods and revisions (owned) but not the claims.
+    s.k(&["delete", "sts", "web"]);
+    wait_for("pods and revisions gone", Duration::from_secs(30), || {
+        pods(&s, "app%3Dweb").is_empty()
+            && items(&s, "/apis/apps/v1/namespaces/default/controllerrevisions").is_empty()
+    });
+    assert_eq!(
+        items(&s, "/api/v1/namespaces/default/persistentvolumeclaims").len(),
+        3
+    );
+
+    // Parallel: all pods are created at once, without waiting for readiness.
+    apply(
+        &s,
+        &STATEFULSET
+            .replace("name: web\n", "name: par\n")
+            .replace("{app: web}", "{app: par}")
+            .replace(
+                "serviceName: nginx",
+                "serviceName: nginx\n  podManagementPolicy: Parallel",
+            ),
+    );
+    let mut saw_parallel = false;
+    wait_for("par-0..2 Ready", Duration::from_secs(30), || {
+        let ps = pods(&s, "app%3Dpar");
+        let p0_ready = ps.iter().any(|p| name(p) == "par-0" && is_ready(p));
+        if ps.len() == 3 && !p0_ready {
+            saw_parallel = true;
+        }
+        ps.len() == 3 && ps.iter().all(is_ready)
+    });
+    assert!(
+        saw_parallel,
+        "par-1 and par-2 should exist before par-0 is Ready"
+    );
 }
 
 const DAEMONSET: &str = "apiVersion: apps/v1
