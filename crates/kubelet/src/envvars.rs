@@ -52,8 +52,11 @@ pub struct EnvSources<'a> {
     pub service_env: &'a BTreeMap<String, String>,
 }
 
+/// The reason of the Warning event for each of [`Environment::warnings`].
+pub const INVALID_ENV_NAMES_REASON: &str = "InvalidEnvironmentVariableNames";
+
 /// The environment of a container, and the warnings upstream records as
-/// `InvalidEnvironmentVariableNames` events.
+/// `InvalidEnvironmentVariableNames` events on the pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environment {
     pub vars: Vec<(String, String)>,
