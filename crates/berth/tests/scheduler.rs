@@ -222,6 +222,16 @@ fn taints_tolerations_and_node_affinity_decide_placement() {
     // No toleration: only the untainted node.
     apply(&s, &pod("plain", "100m"));
     assert_eq!(wait_bound(&s, "plain"), "sim-node-2");
+    // "Why here": the Binding's annotation lands on the pod; the only
+    // feasible node is named as such.
+    let why = s.k(&[
+        "get",
+        "pod",
+        "plain",
+        "-o",
+        "jsonpath={.metadata.annotations.scheduler\\.berth\\.dev/candidates}",
+    ]);
+    assert_eq!(why, "sim-node-2 (only feasible node)");
     // Tolerating the taint and requiring ssd: only sim-node-0.
     let ssd = |name: &str, tolerate: bool| {
         format!(
