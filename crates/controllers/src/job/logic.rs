@@ -89,9 +89,61 @@ pub fn next_indexes(
         .collect()
 }
 
+/// The first `successPolicy` rule the completed indexes satisfy (Indexed
+/// Jobs): all of `succeededIndexes`, or `succeededCount` of them (of any
+/// index when `succeededIndexes` is unset).
+pub fn success_policy_match(
+    rules: &[k8s_openapi::api::batch::v1::SuccessPolicyRule],
+    completed: &BTreeSet<i32>,
+) -> Option<usize> {
+    rules.iter().position(|r| {
+        let count = r
+            .succeeded_count
+            .map(|c| usize::try_from(c.max(0)).unwrap_or(0));
+        match r.succeeded_indexes.as_deref() {
+            Some(idx) => {
+                let wanted = parse_indexes(idx);
+                let done = wanted.intersection(completed).count();
+                match count {
+                    Some(c) => done >= c,
+                    None => done == wanted.len(),
+                }
+            }
+            None => count.is_some_and(|c| completed.len() >= c),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::batch::v1::SuccessPolicyRule;
+
+    #[test]
+    fn success_policy_rules() {
+        let rule = |idx: Option<&str>, count: Option<i32>| SuccessPolicyRule {
+            succeeded_indexes: idx.map(String::from),
+            succeeded_count: count,
+        };
+        let rules = vec![
+            rule(Some("0,2-3"), None),
+            rule(Some("4-9"), Some(2)),
+            rule(None, Some(5)),
+        ];
+        let cases: &[(&[i32], Option<usize>)] = &[
+            (&[], None),
+            (&[0, 2], None),
+            (&[0, 2, 3], Some(0)),
+            (&[4, 9], Some(1)),
+            (&[1, 5], None),
+            (&[1, 5, 6, 7, 8], Some(1)),
+            (&[1, 10, 11, 12, 13], Some(2)),
+        ];
+        for (done, want) in cases {
+            let set: BTreeSet<i32> = done.iter().copied().collect();
+            assert_eq!(success_policy_match(&rules, &set), *want, "{done:?}");
+        }
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

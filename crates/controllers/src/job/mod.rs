@@ -9,10 +9,13 @@
 //! its finalizer is removed, then it moves into `succeeded`/`failed`, so no pod
 //! is counted twice or lost. Success and failure first set the
 //! `SuccessCriteriaMet`/`FailureTarget` condition and become `Complete`/`Failed`
-//! once no pod is left running. `podFailurePolicy` rules (FailJob, Ignore,
-//! Count) apply to failed pods; backoffLimitPerIndex is not implemented. Events use upstream's reasons (`SuccessfulCreate`,
-//! `SuccessfulDelete`, `Completed`, `BackoffLimitExceeded`, `DeadlineExceeded`,
-//! `Suspended`, `Resumed`).
+//! once no pod is left running. Also honoured: `successPolicy` (Indexed Jobs),
+//! `managedBy` (another controller's Jobs are left alone),
+//! `podReplacementPolicy: Failed` and `podFailurePolicy` (FailJob, Ignore and
+//! Count rules on failed pods); backoffLimitPerIndex is not implemented.
+//! Events use upstream's reasons (`SuccessfulCreate`, `SuccessfulDelete`,
+//! `Completed`, `BackoffLimitExceeded`, `DeadlineExceeded`, `Suspended`,
+//! `Resumed`).
 
 pub mod failurepolicy;
 pub mod logic;
@@ -274,6 +277,14 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let Some(spec) = job.spec.clone() else {
         return Ok(Action::await_change());
     };
+    // Upstream's JobManagedBy: another controller owns this Job's status.
+    if spec
+        .managed_by
+        .as_deref()
+        .is_some_and(|m| m != "kubernetes.io/job-controller")
+    {
+        return Ok(Action::await_change());
+    }
     let selector = spec.selector.clone().unwrap_or_default();
     let pods = podutil::claim(&pods_api, job.as_ref(), &selector, |_| true).await?;
     let now = Timestamp::now();
@@ -435,11 +446,23 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                 ));
             }
         }
+        let policy_rule = spec
+            .success_policy
+            .as_ref()
+            .filter(|_| indexed)
+            .and_then(|p| logic::success_policy_match(&p.rules, &done_idx));
         let complete = match completions {
             Some(c) => succeeded >= c,
             None => succeeded > 0 && active.is_empty(),
         };
-        if failure.is_none() && complete {
+        if let (None, Some(i)) = (&failure, policy_rule) {
+            success = Some(new_condition(
+                SUCCESS_CRITERIA_MET,
+                "SuccessPolicy",
+                &format!("Matched rules at index {i}"),
+                now,
+            ));
+        } else if failure.is_none() && complete {
             success = Some(new_condition(
                 SUCCESS_CRITERIA_MET,
                 COMPLETIONS_REACHED,
@@ -621,6 +644,18 @@ async fn manage(
     let indexed = spec.completion_mode.as_deref() == Some("Indexed");
     let want = logic::want_active(spec.parallelism.unwrap_or(1), spec.completions, succeeded);
     let have = i32::try_from(active.len()).unwrap_or(i32::MAX);
+    // podReplacementPolicy Failed: a terminating pod is replaced only once it
+    // has fully stopped, so it still holds its slot.
+    let holding = if spec.pod_replacement_policy.as_deref() == Some("Failed") {
+        i32::try_from(
+            pods.iter()
+                .filter(|p| podutil::is_terminating(p) && !podutil::is_finished(p))
+                .count(),
+        )
+        .unwrap_or(0)
+    } else {
+        0
+    };
     if have > want {
         // Not-ready and newest first, as upstream's ActivePods ranking.
         let mut ranked: Vec<&&Pod> = active.iter().collect();
@@ -644,7 +679,7 @@ async fn manage(
         }
         return Ok(None);
     }
-    if have == want {
+    if have + holding >= want {
         return Ok(None);
     }
     let (failures, last) = failures_since_success(pods, spec.pod_failure_policy.as_ref());
@@ -655,7 +690,7 @@ async fn manage(
             return Ok(Some(delay - since + Duration::from_millis(100)));
         }
     }
-    let n = usize::try_from(want - have).unwrap_or(0);
+    let n = usize::try_from(want - have - holding).unwrap_or(0);
     let to_create: Vec<Pod> = if indexed {
         let busy: BTreeSet<i32> = active.iter().filter_map(|p| completion_index(p)).collect();
         logic::next_indexes(spec.completions.unwrap_or(0), done_idx, &busy, n)
