@@ -284,6 +284,29 @@ subsets:
         ]),
         "192.168.7.7"
     );
+    // … and are mirrored into an EndpointSlice; the API server's are not.
+    wait_for("the mirrored slice", Duration::from_secs(20), || {
+        s.k(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=manual,endpointslice.kubernetes.io/managed-by=endpointslicemirroring-controller.k8s.io",
+            "-o",
+            "jsonpath={.items[*].endpoints[*].addresses[0]}",
+        ]) == "192.168.7.7"
+    });
+    assert_eq!(
+        s.k(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=kubernetes",
+            "-o",
+            "name"
+        ])
+        .trim(),
+        "endpointslice.discovery.k8s.io/kubernetes"
+    );
     // Deleting the Service removes its Endpoints.
     s.k(&["delete", "svc", "web"]);
     wait_for("Endpoints gone", Duration::from_secs(20), || {

@@ -95,18 +95,20 @@ where
     watcher::watcher(api, watcher::Config::default())
 }
 
-struct Queue {
+/// A FIFO of keys, each at most once.
+#[derive(Default)]
+pub struct Queue {
     order: VecDeque<Key>,
     queued: HashSet<Key>,
 }
 
 impl Queue {
-    fn push(&mut self, k: Key) {
+    pub fn push(&mut self, k: Key) {
         if self.queued.insert(k.clone()) {
             self.order.push_back(k);
         }
     }
-    fn pop(&mut self) -> Option<Key> {
+    pub fn pop(&mut self) -> Option<Key> {
         let k = self.order.pop_front()?;
         self.queued.remove(&k);
         Some(k)

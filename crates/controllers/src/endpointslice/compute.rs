@@ -22,7 +22,7 @@ pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
 pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 pub const CONTROLLER: &str = "endpointslice-controller.k8s.io";
 
-type PortsKey = Vec<(String, i32, String)>;
+pub type PortsKey = Vec<(String, i32, String)>;
 
 fn ports_key(ports: &[EndpointPort]) -> PortsKey {
     let mut k: PortsKey = ports
@@ -140,27 +140,44 @@ fn owner(svc: &Service) -> OwnerReference {
     }
 }
 
-/// A new slice for the Service (named by the server from `generateName`).
-fn new_slice(
-    svc: &Service,
-    family: &str,
-    ports: Vec<EndpointPort>,
-    eps: Vec<Endpoint>,
-) -> EndpointSlice {
-    EndpointSlice {
-        metadata: ObjectMeta {
-            generate_name: Some(format!(
-                "{}-",
-                svc.metadata.name.as_deref().unwrap_or_default()
-            )),
-            namespace: svc.metadata.namespace.clone(),
-            labels: Some(slice_labels(svc)),
-            owner_references: Some(vec![owner(svc)]),
-            ..ObjectMeta::default()
-        },
-        address_type: family.to_string(),
-        endpoints: eps,
-        ports: Some(ports),
+/// What every slice of one owner and address type carries.
+#[derive(Debug, Clone)]
+pub struct SliceMeta {
+    pub namespace: Option<String>,
+    /// `<service>-`: the server names each slice.
+    pub generate_name: String,
+    pub labels: BTreeMap<String, String>,
+    pub owner: OwnerReference,
+    pub address_type: String,
+}
+
+impl SliceMeta {
+    fn new_slice(&self, ports: Vec<EndpointPort>, eps: Vec<Endpoint>) -> EndpointSlice {
+        EndpointSlice {
+            metadata: ObjectMeta {
+                generate_name: Some(self.generate_name.clone()),
+                namespace: self.namespace.clone(),
+                labels: Some(self.labels.clone()),
+                owner_references: Some(vec![self.owner.clone()]),
+                ..ObjectMeta::default()
+            },
+            address_type: self.address_type.clone(),
+            endpoints: eps,
+            ports: Some(ports),
+        }
+    }
+
+    fn up_to_date(&self, s: &EndpointSlice) -> bool {
+        s.metadata.labels.clone().unwrap_or_default() == self.labels
+            && s.metadata.owner_references.as_ref().is_some_and(|o| {
+                o.iter()
+                    .any(|r| r.uid == self.owner.uid && r.controller == Some(true))
+            })
+    }
+
+    fn stamp(&self, s: &mut EndpointSlice) {
+        s.metadata.labels = Some(self.labels.clone());
+        s.metadata.owner_references = Some(vec![self.owner.clone()]);
     }
 }
 
@@ -179,12 +196,19 @@ impl Changes {
     }
 }
 
-fn same_metadata(s: &EndpointSlice, svc: &Service) -> bool {
-    s.metadata.labels.clone().unwrap_or_default() == slice_labels(svc)
-        && s.metadata.owner_references.as_ref().is_some_and(|o| {
-            o.iter()
-                .any(|r| r.uid == owner(svc).uid && r.controller == Some(true))
-        })
+/// Endpoints grouped by port set, as [`desired_endpoints`] returns them.
+pub type Groups = BTreeMap<PortsKey, (Vec<EndpointPort>, Vec<Endpoint>)>;
+
+/// Groups `(ports, endpoints)` by port set.
+pub fn group(items: Vec<(Vec<EndpointPort>, Endpoint)>) -> Groups {
+    let mut out = Groups::new();
+    for (ports, ep) in items {
+        out.entry(ports_key(&ports))
+            .or_insert_with(|| (ports, Vec::new()))
+            .1
+            .push(ep);
+    }
+    out
 }
 
 pub fn reconcile(
@@ -193,19 +217,44 @@ pub fn reconcile(
     existing: &[EndpointSlice],
     zone_of: &dyn Fn(&str) -> Option<String>,
 ) -> Changes {
-    let family = pods::service_family(svc).to_string();
-    let mut want = desired_endpoints(svc, selected, zone_of);
+    let meta = SliceMeta {
+        namespace: svc.metadata.namespace.clone(),
+        generate_name: format!("{}-", svc.metadata.name.as_deref().unwrap_or_default()),
+        labels: slice_labels(svc),
+        owner: owner(svc),
+        address_type: pods::service_family(svc).to_string(),
+    };
+    let want = desired_endpoints(svc, selected, zone_of);
     let mut changes = Changes::default();
-    let mut existing: Vec<&EndpointSlice> = existing.iter().collect();
-    existing.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     // Slices of another address type than the Service's go.
-    let (mut mine, other): (Vec<&EndpointSlice>, Vec<&EndpointSlice>) =
-        existing.into_iter().partition(|s| s.address_type == family);
+    let (mine, other): (Vec<&EndpointSlice>, Vec<&EndpointSlice>) = existing
+        .iter()
+        .partition(|s| s.address_type == meta.address_type);
     changes
         .delete
         .extend(other.iter().filter_map(|s| s.metadata.name.clone()));
+    plan(&meta, want, mine, true, &mut changes);
+    changes
+}
 
+/// The slices of one owner and address type: endpoints already in a slice
+/// stay there, new ones fill slices with room, then new slices; emptied
+/// slices go; with nothing to list, one empty placeholder stays if asked.
+pub fn plan(
+    meta: &SliceMeta,
+    mut want: Groups,
+    mut mine: Vec<&EndpointSlice>,
+    placeholder: bool,
+    changes: &mut Changes,
+) {
+    mine.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     if want.values().all(|(_, eps)| eps.is_empty()) {
+        if !placeholder {
+            changes
+                .delete
+                .extend(mine.iter().filter_map(|s| s.metadata.name.clone()));
+            return;
+        }
         // The placeholder: one slice, no endpoints, no ports.
         let empty_ports = |s: &EndpointSlice| s.ports.as_ref().is_none_or(Vec::is_empty);
         let keep = mine
@@ -213,24 +262,21 @@ pub fn reconcile(
             .position(|s| s.endpoints.is_empty() && empty_ports(s))
             .unwrap_or(0);
         if mine.is_empty() {
-            changes
-                .create
-                .push(new_slice(svc, &family, Vec::new(), Vec::new()));
+            changes.create.push(meta.new_slice(Vec::new(), Vec::new()));
         } else {
             let s = mine.remove(keep);
-            if !s.endpoints.is_empty() || !empty_ports(s) || !same_metadata(s, svc) {
+            if !s.endpoints.is_empty() || !empty_ports(s) || !meta.up_to_date(s) {
                 let mut u = s.clone();
                 u.endpoints.clear();
                 u.ports = Some(Vec::new());
-                u.metadata.labels = Some(slice_labels(svc));
-                u.metadata.owner_references = Some(vec![owner(svc)]);
+                meta.stamp(&mut u);
                 changes.update.push(u);
             }
             changes
                 .delete
                 .extend(mine.iter().filter_map(|s| s.metadata.name.clone()));
         }
-        return changes;
+        return;
     }
 
     // Existing slices keep the endpoints still wanted in their port group.
@@ -258,7 +304,7 @@ pub fn reconcile(
             }
             continue;
         }
-        let changed = next != s.endpoints || !same_metadata(s, svc);
+        let changed = next != s.endpoints || !meta.up_to_date(s);
         let mut u = s.clone();
         u.endpoints = next;
         kept.push((u, changed));
@@ -282,19 +328,15 @@ pub fn reconcile(
         while !eps.is_empty() {
             let take = MAX_ENDPOINTS.min(eps.len());
             let chunk: Vec<Endpoint> = eps.drain(..take).collect();
-            changes
-                .create
-                .push(new_slice(svc, &family, ports.clone(), chunk));
+            changes.create.push(meta.new_slice(ports.clone(), chunk));
         }
     }
     for (mut s, changed) in kept {
         if changed {
-            s.metadata.labels = Some(slice_labels(svc));
-            s.metadata.owner_references = Some(vec![owner(svc)]);
+            meta.stamp(&mut s);
             changes.update.push(s);
         }
     }
-    changes
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! ready/serving/terminating conditions. `compute` decides; this writes.
 
 pub mod compute;
+pub mod mirroring;
 
 use std::sync::Arc;
 
@@ -19,7 +20,9 @@ use crate::endpoints::compute::{TRIGGER_TIME, managed, selected};
 use crate::endpoints::driver::{self, Caches, Key};
 use crate::endpoints::pods;
 
+/// Runs the EndpointSlice controller and, beside it, the mirroring controller.
 pub async fn run(client: kube::Client) {
+    let mirror = tokio::spawn(mirroring::run(client.clone()));
     let (tx, rx) = mpsc::unbounded_channel();
     let owned = tokio::spawn(driver::watch_owned(
         Api::<EndpointSlice>::all(client.clone()),
@@ -45,6 +48,7 @@ pub async fn run(client: kube::Client) {
     )
     .await;
     owned.abort();
+    mirror.abort();
 }
 
 async fn sync(client: kube::Client, caches: Arc<Caches>, key: Key) -> Result<(), Error> {
@@ -85,11 +89,22 @@ async fn sync(client: kube::Client, caches: Arc<Caches>, key: Key) -> Result<(),
         return Ok(());
     }
     let trigger = pods::last_change_trigger_time(&svc, &selected).map(pods::format_time);
+    apply(&api, changes, trigger.as_deref()).await?;
+    debug!(namespace = %ns, service = %name, "synced EndpointSlices");
+    Ok(())
+}
+
+/// Writes `changes`, stamping written slices with the trigger time.
+pub(crate) async fn apply(
+    api: &Api<EndpointSlice>,
+    changes: compute::Changes,
+    trigger: Option<&str>,
+) -> Result<(), Error> {
     let stamp = |s: &mut EndpointSlice| {
         let ann = s.metadata.annotations.get_or_insert_with(Default::default);
-        match &trigger {
+        match trigger {
             Some(t) => {
-                ann.insert(TRIGGER_TIME.into(), t.clone());
+                ann.insert(TRIGGER_TIME.into(), t.to_string());
             }
             None => {
                 ann.remove(TRIGGER_TIME);
@@ -106,6 +121,7 @@ async fn sync(client: kube::Client, caches: Arc<Caches>, key: Key) -> Result<(),
         stamp(&mut s);
         match api.create(&pp, &s).await {
             Ok(_) => {}
+            // The namespace is terminating.
             Err(kube::Error::Api(e)) if e.code == 403 => return Ok(()),
             Err(e) => return Err(e.into()),
         }
@@ -117,6 +133,5 @@ async fn sync(client: kube::Client, caches: Arc<Caches>, key: Key) -> Result<(),
             Err(e) => return Err(e.into()),
         }
     }
-    debug!(namespace = %ns, service = %name, "synced EndpointSlices");
     Ok(())
 }
