@@ -914,3 +914,92 @@ fn create_delete_cycles_leak_nothing() {
         assert!(left.is_empty(), "pod cgroups left: {left:?}");
     }
 }
+
+#[test]
+fn init_containers_run_in_order_and_sigterm_ends_a_container_early() {
+    let (s, _g) = agent_server("node-init");
+    let yaml = "apiVersion: v1
+kind: Pod
+metadata:
+  name: init
+spec:
+  restartPolicy: Never
+  volumes:
+  - {name: work, emptyDir: {}}
+  initContainers:
+  - name: first
+    image: busybox
+    command: [sh, -c, 'echo first >> /work/order']
+    volumeMounts: [{name: work, mountPath: /work}]
+  - name: second
+    image: busybox
+    command: [sh, -c, 'echo second >> /work/order']
+    volumeMounts: [{name: work, mountPath: /work}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'test \"$(cat /work/order | tr \"\\n\" \" \")\" = \"first second \"']
+    volumeMounts: [{name: work, mountPath: /work}]
+";
+    apply(&s, yaml);
+    let phase = wait_for(
+        &s,
+        "init",
+        "{.status.phase}",
+        Duration::from_secs(40),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    assert_eq!(phase, "Succeeded", "init containers ran out of order");
+    assert_eq!(
+        jsonpath(
+            &s,
+            "init",
+            "{.status.initContainerStatuses[*].state.terminated.reason}"
+        ),
+        "Completed Completed"
+    );
+    // A failing init container with restartPolicy Never fails the pod.
+    let bad = yaml
+        .replace("name: init\n", "name: badinit\n")
+        .replace("echo first >> /work/order", "exit 3");
+    apply(&s, &bad);
+    wait_for(
+        &s,
+        "badinit",
+        "{.status.phase}",
+        Duration::from_secs(40),
+        |p| p == "Failed",
+    );
+    let row = s.k(&["get", "pod", "badinit", "--no-headers"]);
+    assert!(row.contains("Init:Error"), "{row}");
+    // A container that handles SIGTERM is stopped at once, well within its grace period.
+    apply(
+        &s,
+        &pod(
+            "trap",
+            "Always",
+            "busybox",
+            "trap 'exit 0' TERM; while true; do sleep 0.2; done",
+            "",
+        )
+        .replace(
+            "terminationGracePeriodSeconds: 2",
+            "terminationGracePeriodSeconds: 60",
+        ),
+    );
+    wait_for(
+        &s,
+        "trap",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    let started = Instant::now();
+    s.k(&["delete", "pod", "trap", "--wait=true", "--timeout=60s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    delete_all(&s);
+}

@@ -48,6 +48,21 @@ pub struct Server {
     pub kubeconfig: PathBuf,
     extra_args: Vec<String>,
     agent: bool,
+    /// Held while an agent server runs: agents on one machine share the pod
+    /// bridge and podCIDR, so test binaries take turns (a file lock).
+    agent_lock: Option<std::fs::File>,
+}
+
+/// Waits for the machine-wide agent lock.
+fn agent_lock() -> std::fs::File {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("berth-node-agent.lock"))
+        .expect("agent lock file");
+    f.lock().expect("agent lock");
+    f
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -78,11 +93,17 @@ impl Server {
         Self::spawn(temp_dir(tag), &[], true)
     }
 
+    /// [`Server::start_with_agent`] with extra `berth server` flags.
+    pub fn start_with_agent_args(tag: &str, extra: &[&str]) -> Server {
+        Self::spawn(temp_dir(tag), extra, true)
+    }
+
     pub fn start_with(data_dir: PathBuf, extra: &[&str]) -> Server {
         Self::spawn(data_dir, extra, false)
     }
 
     fn spawn(data_dir: PathBuf, extra: &[&str], agent: bool) -> Server {
+        let agent_lock = agent.then(agent_lock);
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let no_agent: &[&str] = if agent { &[] } else { &["--disable-agent"] };
         // The ingress controller binds ports: only suites that name them get one.
@@ -143,6 +164,7 @@ impl Server {
             kubeconfig,
             extra_args,
             agent,
+            agent_lock,
         };
         s.wait_ready();
         s
@@ -253,6 +275,8 @@ impl Server {
         let dir = self.data_dir.clone();
         let extra: Vec<String> = std::mem::take(&mut self.extra_args);
         let agent = self.agent;
+        // Released here and taken again by the new process's Server.
+        drop(self.agent_lock.take());
         std::mem::forget(self);
         let refs: Vec<&str> = extra.iter().map(String::as_str).collect();
         Server::spawn(dir, &refs, agent)
@@ -262,6 +286,32 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if self.agent {
+            // Pods left by the test go first (their containers would outlive
+            // containerd and keep mounts in the data dir).
+            let _ = self.kubectl(&[
+                "delete",
+                "pods",
+                "--all",
+                "-A",
+                "--grace-period=0",
+                "--force",
+                "--wait=false",
+            ]);
+            let sock = self.data_dir.join("agent/containerd/containerd.sock");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                let out = Command::new("ctr")
+                    .arg("--address")
+                    .arg(&sock)
+                    .args(["-n", "k8s.io", "containers", "ls", "-q"])
+                    .output();
+                match out {
+                    Ok(o) if o.status.success() && !o.stdout.is_empty() => {
+                        std::thread::sleep(Duration::from_millis(200))
+                    }
+                    _ => break,
+                }
+            }
             // SIGTERM lets the server stop the containerd it started.
             let _ = Command::new("kill")
                 .args(["-TERM", &self.child.id().to_string()])
