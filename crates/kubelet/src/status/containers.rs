@@ -6,10 +6,14 @@
 
 use std::collections::HashMap;
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus, EphemeralContainer, Pod, VolumeMountStatus,
+    ContainerStateWaiting, ContainerStatus, EphemeralContainer, Pod, ResourceRequirements,
+    VolumeMountStatus,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::{ObservedContainer, State, StatusInput, api_time};
 
@@ -59,6 +63,45 @@ fn volume_mounts(c: &Container) -> Option<Vec<VolumeMountStatus>> {
             })
             .collect(),
     )
+}
+
+/// `status.resources` of a running container (InPlacePodVerticalScaling, on
+/// by default since 1.33): cpu and memory as the runtime applies them (cpu in
+/// millicores, memory limit in bytes, both in canonical form), the rest as
+/// the spec says. A container without requests and limits reports `{}`.
+pub fn status_resources(c: &Container) -> ResourceRequirements {
+    use berth_api::quantity::{Format, Quantity as Q};
+    let spec = c.resources.clone().unwrap_or_default();
+    let cpu = |q: &Quantity| {
+        Q::parse(&q.0)
+            .ok()
+            .map(|v| Quantity(Q::from_milli(v.milli_value(), Format::DecimalSI).canonical()))
+    };
+    let bytes = |q: &Quantity| {
+        Q::parse(&q.0)
+            .ok()
+            .map(|v| Quantity(Q::from_value(v.value(), Format::BinarySI).canonical()))
+    };
+    let convert = |list: &BTreeMap<String, Quantity>, memory_from_runtime: bool| {
+        let mut out = BTreeMap::new();
+        for (name, q) in list {
+            let v = match name.as_str() {
+                "cpu" => cpu(q),
+                "memory" if memory_from_runtime => bytes(q),
+                "memory" | "ephemeral-storage" => Some(q.clone()),
+                _ => None,
+            };
+            if let Some(v) = v {
+                out.insert(name.clone(), v);
+            }
+        }
+        out
+    };
+    ResourceRequirements {
+        limits: spec.limits.as_ref().map(|l| convert(l, true)),
+        requests: spec.requests.as_ref().map(|r| convert(r, false)),
+        ..Default::default()
+    }
 }
 
 /// One runtime instance as an API status (`convertContainerStatus`).
@@ -247,7 +290,14 @@ pub fn convert(
         if *n >= 2 {
             continue;
         }
-        let converted = convert_one(inst, old.get(inst.name.as_str()).copied());
+        let mut converted = convert_one(inst, old.get(inst.name.as_str()).copied());
+        let running = converted
+            .state
+            .as_ref()
+            .is_some_and(|s| s.running.is_some());
+        if running && let Some(spec) = containers.iter().find(|c| c.name == inst.name) {
+            converted.resources = Some(status_resources(spec));
+        }
         if *n == 0 {
             statuses.insert(inst.name.clone(), converted);
         } else if let Some(s) = statuses.get_mut(&inst.name) {

@@ -591,6 +591,47 @@ fn ephemeral_containers() {
 }
 
 #[test]
+fn running_containers_report_resources() {
+    let spec = json!({"containers": [
+        {"name": "a", "image": "busybox", "resources": {"limits": {"cpu": "0.5", "memory": "64Mi", "nvidia.com/gpu": "1"},
+            "requests": {"cpu": "250m", "memory": "100M"}}},
+        {"name": "b", "image": "busybox"},
+        {"name": "c", "image": "busybox", "resources": {"limits": {"memory": "100M"}, "requests": {"memory": "100M"}}}]});
+    let mut case = Case::new(pod(spec));
+    case.containers = vec![
+        inst("a", 0, State::Running, 0, "", 30, None),
+        inst("b", 0, State::Running, 0, "", 30, None),
+        inst("c", 0, State::Exited, 0, "Completed", 30, Some(1)),
+    ];
+    let s = case.run();
+    let res: Vec<Value> = s
+        .container_statuses
+        .iter()
+        .flatten()
+        .map(|c| serde_json::to_value(&c.resources).unwrap())
+        .collect();
+    assert_eq!(
+        res,
+        [
+            json!({"limits": {"cpu": "500m", "memory": "64Mi"}, "requests": {"cpu": "250m", "memory": "100M"}}),
+            json!({}),
+            Value::Null, // not running
+        ]
+    );
+    // The memory limit is the runtime's byte count in canonical form (Go
+    // prints 100M of bytes as 100000000: not a whole number of KiB).
+    let c: k8s_openapi::api::core::v1::Container = serde_json::from_value(
+        json!({"name": "x", "resources": {"limits": {"memory": "100M", "cpu": "2"}}}),
+    )
+    .unwrap();
+    let r = containers::status_resources(&c);
+    assert_eq!(
+        serde_json::to_value(r).unwrap(),
+        json!({"limits": {"cpu": "2", "memory": "100000000"}})
+    );
+}
+
+#[test]
 fn from_runtime_status() {
     let rs = crate::runtime::ContainerStatus {
         id: "abc".into(),
