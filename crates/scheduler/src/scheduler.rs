@@ -359,6 +359,10 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         tx,
     )));
 
+    let stop = StopOnDrop(
+        shared.clone(),
+        tasks.iter().map(|t| t.abort_handle()).collect(),
+    );
     for r in readies {
         if r.await.is_err() {
             return Err(Error::Config(
@@ -396,12 +400,25 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         .spawn(move || looper.run())
         .map_err(|e| Error::Config(format!("starting the scheduling thread: {e}")))?;
 
-    // The watches retry forever; if one ends, stop the loop too.
+    // The watches retry forever; if one ends, stop the loop too. The loop
+    // also stops when this future is dropped (leadership lost, shutdown).
     let (_done, _, _) = futures::future::select_all(tasks).await;
-    shared.stop.store(true, Ordering::Relaxed);
-    shared.wake.notify_all();
+    drop(stop);
     let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     Ok(())
+}
+
+/// Stops the scheduling thread and the informers when `run` ends or is dropped.
+struct StopOnDrop(Arc<Shared>, Vec<tokio::task::AbortHandle>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+        self.0.wake.notify_all();
+        for t in &self.1 {
+            t.abort();
+        }
+    }
 }
 
 fn pdb_key(p: &PodDisruptionBudget) -> String {
