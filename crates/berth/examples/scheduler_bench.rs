@@ -239,7 +239,12 @@ async fn main() -> anyhow::Result<()> {
     let algo = tokio::task::spawn_blocking(move || algorithm_only(nodes, algo_pods)).await??;
     let mut runs = Vec::new();
     for total in pod_counts() {
-        runs.push(run(nodes, total, clients).await?);
+        eprintln!("running {total} pods on {nodes} nodes …");
+        match run(nodes, total, clients).await {
+            Ok(r) => runs.push(r),
+            // One failed size still leaves the others' figures.
+            Err(e) => eprintln!("{total} pods: {e:#}"),
+        }
     }
     println!(
         "| nodes | pods | nodes created | pods created ({clients} clients) | first create → last bound | throughput | steady state (10–90%) |"
