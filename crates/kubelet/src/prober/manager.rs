@@ -446,7 +446,13 @@ impl WorkerTask {
         let run = self
             .inner
             .prober
-            .probe(self.key.probe_type, &pod_ip, &self.container, &container_id)
+            .probe(
+                self.key.probe_type,
+                &self.pod,
+                &pod_ip,
+                &self.container,
+                &container_id,
+            )
             .await;
         if let Some(event) = run.event {
             let _ = self.inner.updates.send(ProberUpdate::Event {

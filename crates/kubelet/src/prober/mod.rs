@@ -184,6 +184,7 @@ impl Prober {
     pub async fn probe(
         &self,
         probe_type: ProbeType,
+        pod: &Pod,
         pod_ip: &str,
         container: &Container,
         container_id: &str,
@@ -197,7 +198,9 @@ impl Prober {
         };
         let mut last = (Outcome::Unknown, String::new(), None);
         for _ in 0..MAX_PROBE_RETRIES {
-            last = self.run_once(spec, pod_ip, container, container_id).await;
+            last = self
+                .run_once(spec, pod, pod_ip, container, container_id)
+                .await;
             if last.2.is_none() {
                 break;
             }
@@ -246,6 +249,7 @@ impl Prober {
     async fn run_once(
         &self,
         spec: &Probe,
+        pod: &Pod,
         pod_ip: &str,
         container: &Container,
         container_id: &str,
@@ -298,7 +302,15 @@ impl Prober {
         (
             Outcome::Unknown,
             String::new(),
-            Some("missing probe handler for container".to_string()),
+            Some(format!(
+                "missing probe handler for {}:{}",
+                crate::backoff::format_pod(
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.namespace.as_deref().unwrap_or_default(),
+                    pod.metadata.uid.as_deref().unwrap_or_default(),
+                ),
+                container.name
+            )),
         )
     }
 }
@@ -436,6 +448,115 @@ mod tests {
         ];
         for (port, want) in cases {
             assert_eq!(resolve_container_port(&port, &c), want, "{port:?}");
+        }
+    }
+
+    /// Exec answers: exit code 1 with `output`, or a timeout.
+    struct Exec(Option<&'static str>);
+
+    #[async_trait::async_trait]
+    impl exec::ExecInContainer for Exec {
+        async fn exec_sync(
+            &self,
+            _: &str,
+            _: &[String],
+            _: Duration,
+        ) -> Result<exec::ExecOutput, exec::ExecError> {
+            match self.0 {
+                Some(out) => Ok(exec::ExecOutput {
+                    stdout: out.into(),
+                    stderr: vec![],
+                    exit_code: 1,
+                }),
+                None => Err(exec::ExecError::Timeout),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn results_and_events() {
+        let pod: Pod = serde_json::from_value(
+            json!({"metadata": {"name": "web", "namespace": "default", "uid": "u1"}, "spec": {"containers": []}}),
+        )
+        .unwrap();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let warn = |reason: &'static str, message: String| {
+            Some(ProbeEvent {
+                type_: "Warning",
+                reason,
+                message,
+            })
+        };
+        let cases = [
+            // (probe type, container, exec answer, result, event, errored)
+            (
+                ProbeType::Liveness,
+                json!({"name": "app", "livenessProbe": {"exec": {"command": ["test", "-f", "/tmp/healthy"]}}}),
+                Some(""),
+                ProbeResult::Failure,
+                warn("Unhealthy", "Liveness probe failed: ".into()),
+                false,
+            ),
+            (
+                ProbeType::Readiness,
+                json!({"name": "app", "readinessProbe": {"exec": {"command": ["sleep", "10"]}, "timeoutSeconds": 1}}),
+                None,
+                ProbeResult::Failure,
+                warn("Unhealthy", r#"Readiness probe failed: command "sleep 10" timed out"#.into()),
+                false,
+            ),
+            (
+                ProbeType::Startup,
+                json!({"name": "app", "startupProbe": {"tcpSocket": {"port": closed}}}),
+                None,
+                ProbeResult::Failure,
+                warn("Unhealthy", format!("Startup probe failed: dial tcp 127.0.0.1:{closed}: connect: connection refused")),
+                false,
+            ),
+            (
+                ProbeType::Liveness,
+                json!({"name": "app", "livenessProbe": {"httpGet": {"port": "web"}}}),
+                None,
+                ProbeResult::Failure,
+                warn("Unhealthy", "Liveness probe errored and resulted in unknown state: strconv.Atoi: parsing \"web\": invalid syntax".into()),
+                true,
+            ),
+            (
+                ProbeType::Liveness,
+                json!({"name": "app", "livenessProbe": {"periodSeconds": 5}}),
+                None,
+                ProbeResult::Failure,
+                warn("Unhealthy", "Liveness probe errored and resulted in unknown state: missing probe handler for web_default(u1):app".into()),
+                true,
+            ),
+            (
+                ProbeType::Readiness,
+                json!({"name": "app"}),
+                None,
+                ProbeResult::Success,
+                None,
+                false,
+            ),
+        ];
+        for (ty, c, answer, result, event, errored) in cases {
+            let prober = Prober::new(Arc::new(Exec(answer)));
+            let c = container(c);
+            let run = prober
+                .probe(ty, &pod, "127.0.0.1", &c, "containerd://x")
+                .await;
+            assert_eq!(
+                run,
+                ProbeRun {
+                    result,
+                    event,
+                    errored
+                },
+                "{ty} {c:?}"
+            );
         }
     }
 
