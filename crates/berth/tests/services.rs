@@ -258,17 +258,18 @@ fn endpoints_follow_pods_and_readiness() {
     s.kubectl_stdin(
         &["apply", "-f", "-"],
         Some(
+            // Endpoints first: written before their Service, they must survive.
             "apiVersion: v1
-kind: Service
-metadata: {name: manual}
-spec:
-  ports: [{port: 80}]
----
-apiVersion: v1
 kind: Endpoints
 metadata: {name: manual}
 subsets:
 - addresses: [{ip: 192.168.7.7}]
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: manual}
+spec:
   ports: [{port: 80}]
 ",
         ),

@@ -83,6 +83,33 @@ where
     }
 }
 
+/// Like [`watch_owned`] but for deletions only: upstream's endpoints
+/// controller re-creates a deleted Endpoints object, yet never reacts to one
+/// being written (a user may write Endpoints before their Service).
+pub async fn watch_deleted<K>(
+    api: Api<K>,
+    key: fn(&K) -> Option<Key>,
+    tx: mpsc::UnboundedSender<Key>,
+) where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    let stream = watcher(api).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        if let Ok(Event::Delete(obj)) = ev
+            && let Some(k) = key(&obj)
+            && tx.send(k).is_err()
+        {
+            return;
+        }
+    }
+}
+
 fn watcher<K>(api: Api<K>) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send
 where
     K: kube::Resource

@@ -24,7 +24,7 @@ use driver::{Caches, Key};
 
 pub async fn run(client: kube::Client) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let owned = tokio::spawn(driver::watch_owned(
+    let owned = tokio::spawn(driver::watch_deleted(
         Api::<Endpoints>::all(client.clone()),
         |e: &Endpoints| Some((e.metadata.namespace.clone()?, e.metadata.name.clone()?)),
         tx.clone(),
