@@ -393,3 +393,27 @@ fn high_priority_pod_preempts_a_low_priority_one() {
         "{desc}"
     );
 }
+
+#[test]
+fn scheduling_gates_hold_a_pod_until_removed() {
+    let s = three_nodes("sched-gates");
+    apply(
+        &s,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gated\nspec:\n  schedulingGates:\n  - name: example.com/wait\n  containers:\n  - name: c\n    image: busybox\n",
+    );
+    apply(&s, &pod("ungated", "100m"));
+    wait_bound(&s, "ungated");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(node_of(&s, "gated"), "", "a gated pod is not scheduled");
+    let desc = s.k(&["describe", "pod", "gated"]);
+    assert!(!desc.contains("FailedScheduling"), "{desc}");
+    s.k(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        "[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]",
+    ]);
+    wait_bound(&s, "gated");
+}

@@ -457,6 +457,18 @@ fn on_pod(s: &Shared, pod: Pod) {
         s.with_queue(|q| q.delete(&key));
         return;
     }
+    // SchedulingGates (PreEnqueue): a gated pod waits outside the queue
+    // until its gates are removed.
+    let gated = pod
+        .spec
+        .as_ref()
+        .and_then(|sp| sp.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty());
+    if gated {
+        lock(&s.pending).remove(&key);
+        s.with_queue(|q| q.delete(&key));
+        return;
+    }
     if s.profiles.contains_key(scheduler_name(&pod)) {
         let prio = pod.spec.as_ref().and_then(|sp| sp.priority).unwrap_or(0);
         if let Some(n) = pod
