@@ -267,6 +267,25 @@ impl Framework {
             .iter()
             .map(|pl| state.skip_filter.contains(pl.name()))
             .collect();
+        // Upstream's evaluateNominatedNode: a pod nominated by preemption
+        // takes its node when it fits there, without searching further.
+        if let Some(nominated) = pod
+            .pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .and_then(|n| snap.get(n))
+            && self
+                .run_filter_plugins_with_nominated_pods(&state, pod, nominated, snap)
+                .is_success()
+        {
+            return Ok(ScheduleResult {
+                suggested_host: nominated.name().to_string(),
+                evaluated_nodes: 1,
+                feasible_nodes: 1,
+                scores: pick_and_explain(&[&**nominated], &[0], &[]),
+            });
+        }
         let n = nodes.len();
         let percentage = self
             .percentage_of_nodes_to_score
@@ -687,5 +706,32 @@ mod tests {
         // The nominated pod itself is not in its own way.
         let r = fw.schedule_pod(&PodInfo::new(nominated), &snap, &mut SearchState::default());
         assert_eq!(r.unwrap().suggested_host, "n1");
+    }
+
+    #[test]
+    fn a_nominated_pod_takes_its_node_when_it_fits() {
+        let fw = new_framework(&Profile::default()).unwrap();
+        // LeastAllocated alone would prefer the empty node b.
+        let snap = Snapshot::new(vec![
+            node_info(
+                node("a", &[("cpu", "4"), ("pods", "10")]),
+                vec![pod("busy", &[&[("cpu", "2")]])],
+            ),
+            node_info(node("b", &[("cpu", "4"), ("pods", "10")]), vec![]),
+        ]);
+        let mut p = pod("p", &[&[("cpu", "1")]]);
+        let r = fw.schedule_pod(&PodInfo::new(p.clone()), &snap, &mut SearchState::default());
+        assert_eq!(r.unwrap().suggested_host, "b");
+        p.status.get_or_insert_default().nominated_node_name = Some("a".into());
+        let r = fw.schedule_pod(&PodInfo::new(p.clone()), &snap, &mut SearchState::default());
+        assert_eq!(r.unwrap().suggested_host, "a");
+        // Too big for its nominated node: the normal search.
+        p.spec.as_mut().unwrap().containers[0]
+            .resources
+            .as_mut()
+            .unwrap()
+            .requests = Some(crate::plugins::testing::qmap(&[("cpu", "3")]));
+        let r = fw.schedule_pod(&PodInfo::new(p), &snap, &mut SearchState::default());
+        assert_eq!(r.unwrap().suggested_host, "b");
     }
 }
