@@ -38,7 +38,7 @@ fn sim(s: &Server) -> Child {
         .args([
             "sim",
             "--nodes",
-            "1",
+            "2",
             "--name-prefix",
             "doomed-",
             "--kubeconfig",
@@ -119,7 +119,7 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
         ],
     );
     let mut doomed = sim(&s);
-    wait_until("three Ready nodes", Duration::from_secs(60), || {
+    wait_until("four Ready nodes", Duration::from_secs(60), || {
         let nodes = get(&s, "/api/v1/nodes")["items"]
             .as_array()
             .cloned()
@@ -128,7 +128,7 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
             .iter()
             .filter(|n| condition(n, "Ready").is_some_and(|c| c["status"] == "True"))
             .count();
-        (ready == 3).then_some(())
+        (ready == 4).then_some(())
     });
     s.kubectl_stdin(&["apply", "-f", "-"], Some(DEPLOYMENT));
     let on_doomed: Vec<String> = wait_until("six running pods", Duration::from_secs(60), || {
@@ -139,29 +139,36 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
             .count();
         (running == 6).then(|| {
             ps.iter()
-                .filter(|p| p["spec"]["nodeName"] == "doomed-0")
+                .filter(|p| {
+                    p["spec"]["nodeName"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("doomed-"))
+                })
                 .map(name)
                 .collect()
         })
     });
     assert!(
         !on_doomed.is_empty(),
-        "least-allocated spreading put no pod on doomed-0"
+        "least-allocated spreading put no pod on the doomed nodes"
     );
 
-    // The node's process dies: no more Lease renewals.
+    // The nodes' process dies: no more Lease renewals.
     let _ = doomed.kill();
     let _ = doomed.wait();
     let killed = Instant::now();
+    // Both go Unknown in one pass; the first to get a token is tainted NoExecute.
     let node = wait_until(
-        "doomed-0 Unknown and tainted",
+        "a doomed node Unknown and tainted",
         Duration::from_secs(45),
         || {
-            let n = get(&s, "/api/v1/nodes/doomed-0");
-            let t = taints(&n);
-            (condition(&n, "Ready").is_some_and(|c| c["status"] == "Unknown")
-                && t.contains(&"node.kubernetes.io/unreachable:NoExecute".to_string()))
-            .then_some(n)
+            ["doomed-0", "doomed-1"].iter().find_map(|name| {
+                let n = get(&s, &format!("/api/v1/nodes/{name}"));
+                let t = taints(&n);
+                (condition(&n, "Ready").is_some_and(|c| c["status"] == "Unknown")
+                    && t.contains(&"node.kubernetes.io/unreachable:NoExecute".to_string()))
+                .then_some(n)
+            })
         },
     );
     let silent = killed.elapsed();
@@ -178,6 +185,35 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
             "{type_}"
         );
     }
+    // The second dead node is tainted one eviction-rate token later (0.1 node/s).
+    let time_added = |n: &Value| -> i64 {
+        let t = n["spec"]["taints"]
+            .as_array()
+            .and_then(|ts| ts.iter().find(|t| t["effect"] == "NoExecute"))
+            .and_then(|t| t["timeAdded"].as_str())
+            .unwrap_or_else(|| panic!("NoExecute taint with timeAdded: {n}"))
+            .to_string();
+        t.parse::<k8s_openapi::jiff::Timestamp>()
+            .unwrap_or_else(|e| panic!("timeAdded {t}: {e}"))
+            .as_second()
+    };
+    let other = if node["metadata"]["name"] == "doomed-0" {
+        "doomed-1"
+    } else {
+        "doomed-0"
+    };
+    let second = wait_until(
+        "the other dead node tainted",
+        Duration::from_secs(45),
+        || {
+            let n = get(&s, &format!("/api/v1/nodes/{other}"));
+            taints(&n)
+                .contains(&"node.kubernetes.io/unreachable:NoExecute".to_string())
+                .then_some(n)
+        },
+    );
+    let gap = (time_added(&second) - time_added(&node)).abs();
+    assert!((9..=20).contains(&gap), "NoExecute taints {gap} s apart");
     let t = taints(&node);
     assert!(
         t.contains(&"node.kubernetes.io/unreachable:NoSchedule".to_string()),
@@ -262,15 +298,19 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
     // The node comes back: Ready again, taints removed; its kubelet finishes the evicted pods.
     let mut back = sim(&s);
     wait_until(
-        "doomed-0 Ready and untainted",
+        "doomed nodes Ready and untainted",
         Duration::from_secs(45),
         || {
-            let n = get(&s, "/api/v1/nodes/doomed-0");
-            (condition(&n, "Ready").is_some_and(|c| c["status"] == "True")
-                && !taints(&n)
-                    .iter()
-                    .any(|t| t.starts_with("node.kubernetes.io/")))
-            .then_some(())
+            ["doomed-0", "doomed-1"]
+                .iter()
+                .all(|name| {
+                    let n = get(&s, &format!("/api/v1/nodes/{name}"));
+                    condition(&n, "Ready").is_some_and(|c| c["status"] == "True")
+                        && !taints(&n)
+                            .iter()
+                            .any(|t| t.starts_with("node.kubernetes.io/"))
+                })
+                .then_some(())
         },
     );
     wait_until("evicted pods gone", Duration::from_secs(45), || {
