@@ -90,7 +90,7 @@ fn delete_deployment_cascade_modes() {
     }
 
     // Background: the Deployment goes at once; the garbage collector then
-    // deletes its ReplicaSet, which takes the pods with it.
+    // deletes its ReplicaSet (not waiting for pods), then the pods.
     s.k(&["delete", "deploy", "bg", "--cascade=background"]);
     assert!(deployment(&s, "bg").is_none());
     wait_for(
@@ -99,8 +99,10 @@ fn delete_deployment_cascade_modes() {
         || replica_sets(&s, "bg").is_empty() && pods(&s, "bg").is_empty(),
     );
 
-    // Foreground: the Deployment stays, marked with the foregroundDeletion
-    // finalizer, until its dependents are gone; then it goes too.
+    // Foreground: the Deployment is marked with the foregroundDeletion
+    // finalizer; the garbage collector deletes its ReplicaSet in the
+    // foreground too (unblocking the Deployment, as upstream does), so the
+    // ReplicaSet waits, marked, until its pods are gone.
     s.k(&[
         "delete",
         "deploy",
@@ -108,21 +110,39 @@ fn delete_deployment_cascade_modes() {
         "--cascade=foreground",
         "--wait=false",
     ]);
-    let d = deployment(&s, "fg").expect("deployment kept during foreground deletion");
-    assert!(d["metadata"]["deletionTimestamp"].is_string(), "{d}");
-    let fins = d["metadata"]["finalizers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(fins.iter().any(|f| f == "foregroundDeletion"), "{d}");
+    if let Some(d) = deployment(&s, "fg") {
+        assert!(d["metadata"]["deletionTimestamp"].is_string(), "{d}");
+        let fins = d["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(fins.iter().any(|f| f == "foregroundDeletion"), "{d}");
+    }
+    let mut rs_waited = false;
     wait_for(
         "fg and its dependents gone",
         Duration::from_secs(30),
         || {
-            deployment(&s, "fg").is_none()
-                && replica_sets(&s, "fg").is_empty()
-                && pods(&s, "fg").is_empty()
+            let rss = replica_sets(&s, "fg");
+            let ps = pods(&s, "fg");
+            if let Some(rs) = rss.first()
+                && rs["metadata"]["deletionTimestamp"].is_string()
+                && rs["metadata"]["finalizers"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|f| f == "foregroundDeletion"))
+            {
+                rs_waited = true;
+            }
+            assert!(
+                !(rss.is_empty() && !ps.is_empty()),
+                "the ReplicaSet went before its pods"
+            );
+            deployment(&s, "fg").is_none() && rss.is_empty() && ps.is_empty()
         },
+    );
+    assert!(
+        rs_waited,
+        "the ReplicaSet was never seen in foreground deletion"
     );
 
     // Orphan: the Deployment goes, its ReplicaSet stays without an owner and
