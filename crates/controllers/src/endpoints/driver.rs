@@ -236,7 +236,13 @@ pub async fn run<F, Fut>(
                 let _ = tx.send(s);
             }
         }
-        Event::Init | Event::InitDone => {}
+        // A relist replaced the cache: pods gone meanwhile sent no Delete.
+        Event::InitDone => {
+            for s in svc_store.state() {
+                let _ = tx.send(key_of(&s.metadata));
+            }
+        }
+        Event::Init => {}
     }));
     let node_task = tokio::spawn(drain(controller, node_events, |_| {}));
     // Sync nothing before the first full lists: an empty cache would empty endpoints.
