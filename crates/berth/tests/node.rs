@@ -1003,3 +1003,93 @@ spec:
     );
     delete_all(&s);
 }
+
+#[test]
+fn berth_agent_joins_a_server_and_images_import() {
+    // A server without its own agent, and `berth agent` as a separate process.
+    let _g = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Server::start_with(common::temp_dir("node-join"), &[]);
+    // The harness's machine-wide agent lock covers this agent too.
+    let _lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("berth-node-agent.lock"))
+        .expect("lock file");
+    _lock.lock().expect("agent lock");
+    let agent_dir = s.data_dir.join("joined");
+    let mut agent = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["agent", "--node-name", "joined-node", "--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .arg("--data-dir")
+        .arg(&agent_dir)
+        .env("BERTH_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("berth agent");
+    wait_until(Duration::from_secs(60), "joined-node Ready", || {
+        let out = s.kubectl(&[
+            "get",
+            "node",
+            "joined-node",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+        ]);
+        String::from_utf8_lossy(&out.stdout) == "True"
+    });
+    let cidr = s.k(&[
+        "get",
+        "node",
+        "joined-node",
+        "-o",
+        "jsonpath={.spec.podCIDR}",
+    ]);
+    assert!(
+        cidr.starts_with("10.42.") && cidr.ends_with(".0/24"),
+        "{cidr}"
+    );
+    apply(&s, &pod("joined", "Never", "busybox", "true", ""));
+    let phase = wait_for(
+        &s,
+        "joined",
+        "{.status.phase}",
+        Duration::from_secs(40),
+        |p| p == "Succeeded" || p == "Failed",
+    );
+    assert_eq!(phase, "Succeeded");
+    assert_eq!(jsonpath(&s, "joined", "{.spec.nodeName}"), "joined-node");
+    // `berth images build-local --output` writes archives; `import` loads one.
+    let out_dir = s.data_dir.join("archives");
+    let sock = agent_dir.join("agent/containerd/containerd.sock");
+    let built = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["images", "build-local", "--output"])
+        .arg(&out_dir)
+        .output()
+        .expect("berth images");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let imported = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["images", "import", "--address"])
+        .arg(&sock)
+        .arg(out_dir.join("busybox.tar"))
+        .output()
+        .expect("berth images import");
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&imported.stdout).contains("docker.io/library/busybox:latest"),
+        "{}",
+        String::from_utf8_lossy(&imported.stdout)
+    );
+    s.k(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status();
+    let _ = agent.wait();
+}

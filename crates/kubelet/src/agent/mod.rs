@@ -281,6 +281,7 @@ async fn watch_pods(shared: Arc<worker::Shared>) {
     let mut workers: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut first_list = true;
+    let mut finished: HashSet<String> = HashSet::new();
     loop {
         let ev = match events.try_next().await {
             Ok(Some(ev)) => ev,
@@ -290,7 +291,15 @@ async fn watch_pods(shared: Arc<worker::Shared>) {
                 continue;
             }
         };
-        workers.retain(|_, tx| !tx.is_closed());
+        // A worker that finished (pod terminated and confirmed) is not restarted
+        // by the pod's last updates before its Delete event.
+        workers.retain(|uid, tx| {
+            let open = !tx.is_closed();
+            if !open {
+                finished.insert(uid.clone());
+            }
+            open
+        });
         match ev {
             Event::Init => seen.clear(),
             Event::InitApply(p) => {
@@ -311,10 +320,22 @@ async fn watch_pods(shared: Arc<worker::Shared>) {
                     remove_orphans(&shared, &seen).await;
                 }
             }
-            Event::Apply(p) => dispatch(&shared, &mut workers, p),
+            Event::Apply(p) => {
+                let done = p.metadata.deletion_timestamp.is_some()
+                    && p.metadata
+                        .uid
+                        .as_ref()
+                        .is_some_and(|u| finished.contains(u));
+                if !done {
+                    dispatch(&shared, &mut workers, p);
+                }
+            }
             Event::Delete(p) => {
-                if let Some(tx) = p.metadata.uid.as_ref().and_then(|u| workers.get(u)) {
-                    let _ = tx.send(None);
+                if let Some(uid) = p.metadata.uid.as_ref() {
+                    finished.remove(uid);
+                    if let Some(tx) = workers.get(uid) {
+                        let _ = tx.send(None);
+                    }
                 }
             }
         }
