@@ -134,7 +134,7 @@ fn delete_deployment_cascade_modes() {
                 rs_waited = true;
             }
             assert!(
-                !(rss.is_empty() && !ps.is_empty()),
+                !rss.is_empty() || ps.is_empty(),
                 "the ReplicaSet went before its pods"
             );
             deployment(&s, "fg").is_none() && rss.is_empty() && ps.is_empty()
