@@ -417,6 +417,11 @@ apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-we
     let history = run(&["history", "demo"]);
     assert!(history.contains("Rollback to 1"), "{history}");
     run(&["uninstall", "demo"]);
+    // The API server's own `kubernetes` Service is the only thing left.
     let left = s.kubectl(&["get", "deploy,svc,cm,secret", "-o", "name"]);
-    assert_eq!(stdout(&left).trim(), "", "uninstall left objects behind");
+    assert_eq!(
+        stdout(&left).trim(),
+        "service/kubernetes",
+        "uninstall left objects behind"
+    );
 }

@@ -51,12 +51,24 @@ fn discovery_version_and_fresh_cluster() {
             "{ns}"
         );
     }
+    // A fresh cluster holds only the API server's own Service, as upstream.
     let all = s.kubectl(&["get", "all", "-A"]);
     assert!(all.status.success(), "{}", stderr(&all));
-    assert!(
-        stderr(&all).contains("No resources found"),
-        "{}",
-        stderr(&all)
+    let rows_text = stdout(&all);
+    let rows: Vec<&str> = rows_text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{rows_text}");
+    let cols: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(
+        &cols[..6],
+        [
+            "default",
+            "service/kubernetes",
+            "ClusterIP",
+            "10.43.0.1",
+            "<none>",
+            "443/TCP"
+        ],
+        "{rows_text}"
     );
 
     let ci = s.kubectl(&["cluster-info"]);
