@@ -111,6 +111,8 @@ struct Worker {
     /// When payload volumes (configMap, secret, downwardAPI, projected) were
     /// last written; they are refreshed every `VOLUME_RESYNC`.
     volumes_synced: Option<Instant>,
+    /// This sync started a container: the runtime's view must be re-read.
+    acted: bool,
 }
 
 /// How often configMap/secret/downwardAPI contents are re-written (upstream's
@@ -174,6 +176,7 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
         sandbox_error: None,
         mount_error: None,
         volumes_synced: None,
+        acted: false,
     };
     let poke = Arc::new(tokio::sync::Notify::new());
     shared
@@ -451,6 +454,7 @@ impl Worker {
         let spec = pod.spec.clone().unwrap_or_default();
         let init = spec.init_containers.clone().unwrap_or_default();
         let mut views = self.views().await;
+        self.acted = false;
         if sandbox_ok {
             // Init containers one at a time, in order; regular ones after all succeeded.
             let mut init_done = true;
@@ -486,7 +490,9 @@ impl Worker {
                     }
                 }
             }
-            views = self.views().await;
+            if self.acted {
+                views = self.views().await;
+            }
         }
         self.report(pod, &init, &spec.containers, views, sandbox_ok)
             .await;
@@ -652,6 +658,7 @@ impl Worker {
     }
 
     async fn start(&mut self, pod: &Pod, c: &Container, attempt: u32, init: bool) {
+        self.acted = true;
         let Some((sandbox_id, sandbox_cfg)) = self.sandbox.clone() else {
             return;
         };
