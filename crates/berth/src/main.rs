@@ -214,12 +214,16 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "kubelet").await?;
         start_simulator(client, args.simulate_nodes, "sim-node-".into(), 0);
     }
+    // Leader-elected components release their Leases on shutdown.
+    let (stop_components, components_stop) = tokio::sync::watch::channel(false);
+    let mut components = Vec::new();
     if !args.disable_scheduler {
         let kc = kubeconfig.clone();
-        start_component(
+        let component = start_component(
             &kubeconfig,
             "kube-scheduler",
             args.leader_elect,
+            components_stop.clone(),
             move || {
                 let (kc, scheduler_config) = (kc.clone(), scheduler_config.clone());
                 async move {
@@ -236,6 +240,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             },
         )
         .await?;
+        components.push(component);
     }
     if !args.disable_controller_manager {
         let kc = kubeconfig.clone();
@@ -246,10 +251,11 @@ async fn server(args: ServerArgs) -> Result<()> {
             eviction_rate: args.node_eviction_rate,
             secondary_eviction_rate: args.secondary_node_eviction_rate,
         };
-        start_component(
+        let component = start_component(
             &kubeconfig,
             "kube-controller-manager",
             args.leader_elect,
+            components_stop.clone(),
             move || {
                 let (kc, nlc) = (kc.clone(), nlc.clone());
                 async move {
@@ -266,6 +272,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             },
         )
         .await?;
+        components.push(component);
     }
     let node_agent = if args.disable_agent {
         None
@@ -279,6 +286,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     }
     shutdown_signal().await;
     info!("shutting down");
+    let _ = stop_components.send(true);
+    for c in components {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(3), c).await;
+    }
     if let Some(a) = node_agent {
         a.shutdown().await;
     }
@@ -289,14 +300,15 @@ async fn server(args: ServerArgs) -> Result<()> {
 
 /// Runs a control-plane component: with `leader_elect`, only while this process
 /// holds the component's Lease in kube-system (the component is stopped when the
-/// Lease is lost and contends again; see berth_runtime::leaderelection);
-/// otherwise at once.
+/// Lease is lost and contends again, and releases the Lease when `stop` turns
+/// true; see berth_runtime::leaderelection); otherwise at once.
 async fn start_component<F, Fut>(
     kubeconfig: &std::path::Path,
     name: &'static str,
     leader_elect: bool,
+    mut stop: tokio::sync::watch::Receiver<bool>,
     component: F,
-) -> Result<()>
+) -> Result<tokio::task::JoinHandle<()>>
 where
     F: Fn() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -305,11 +317,20 @@ where
         use berth_runtime::leaderelection;
         let client = client_from(kubeconfig, name).await?;
         let cfg = leaderelection::Config::new(name, leaderelection::default_identity());
-        tokio::spawn(leaderelection::run(client, cfg, component));
+        let stopped = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        Ok(tokio::spawn(leaderelection::run_until(
+            client, cfg, component, stopped,
+        )))
     } else {
-        tokio::spawn(component());
+        Ok(tokio::spawn(async move {
+            tokio::select! {
+                _ = component() => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        }))
     }
-    Ok(())
 }
 
 /// Binds the ingress ports and runs the ingress controller. Ports that cannot be

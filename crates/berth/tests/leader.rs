@@ -173,6 +173,39 @@ fn one_leader_schedules_and_the_other_takes_over() {
             (!h.is_empty() && h != h1.1).then_some(())
         },
     );
+
+    // A graceful stop (SIGTERM) releases the Leases: a third server leads at
+    // once instead of after the lease duration.
+    let s3 = Server::start_with(
+        temp_dir("leader3"),
+        &["--datastore-endpoint", etcd.endpoint()],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        holder(&s3, "kube-scheduler"),
+        h2,
+        "s3 must not lead while s2 does"
+    );
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &s2.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(term.success());
+    let stopped = Instant::now();
+    wait_until(
+        "s3 to lead after s2's graceful stop",
+        Duration::from_secs(12),
+        || {
+            let h = holder(&s3, "kube-scheduler");
+            (!h.is_empty() && h != h2).then_some(())
+        },
+    );
+    assert!(
+        stopped.elapsed() < Duration::from_secs(8),
+        "took {:?}: the lease was not released",
+        stopped.elapsed()
+    );
     drop(s2);
+    drop(s3);
     drop(etcd);
 }

@@ -284,10 +284,27 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    run_until(client, cfg, component, std::future::pending()).await
+}
+
+/// [`run`] until `stop` completes (the process is shutting down): then the
+/// component is stopped and the Lease released (upstream's ReleaseOnCancel),
+/// so a restarted server leads again at once instead of after the lease
+/// duration.
+pub async fn run_until<F, Fut, S>(client: kube::Client, cfg: Config, component: F, stop: S)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+    S: Future<Output = ()>,
+{
     let name = cfg.name.clone();
     let mut elector = LeaderElector::new(client, cfg);
+    let mut stop = std::pin::pin!(stop);
     loop {
-        elector.acquire().await;
+        tokio::select! {
+            _ = elector.acquire() => {}
+            _ = &mut stop => return,
+        }
         let term = match Term::start(&name) {
             Ok(t) => t,
             Err(e) => {
@@ -306,6 +323,12 @@ where
             _ = task => {
                 drop(term);
                 elector.release().await;
+                return;
+            }
+            _ = &mut stop => {
+                drop(term);
+                elector.release().await;
+                info!(lease = %name, "released the lease on shutdown");
                 return;
             }
         }

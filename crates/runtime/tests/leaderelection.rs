@@ -149,3 +149,39 @@ async fn dropping_a_leading_runner_stops_its_component_without_panicking() -> Re
     assert_eq!(ticks.load(Ordering::SeqCst), stopped_at);
     Ok(())
 }
+
+#[tokio::test]
+async fn stopping_releases_the_lease_for_an_immediate_successor() -> Result<()> {
+    let api = berth_apiserver::LocalApiServer::start("leader-stop").await?;
+    let client = client(&api).await?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut cfg = short("host_a");
+    // A long lease: a successor could only take it at once if it was released.
+    cfg.lease_duration = Duration::from_secs(60);
+    let runner = tokio::spawn(leaderelection::run_until(
+        client.clone(),
+        cfg,
+        || async { std::future::pending::<()>().await },
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        lease(&client)
+            .await?
+            .spec
+            .unwrap()
+            .holder_identity
+            .as_deref(),
+        Some("host_a")
+    );
+    let _ = stop_tx.send(());
+    tokio::time::timeout(Duration::from_secs(5), runner).await??;
+    let mut b = LeaderElector::new(client.clone(), short("host_b"));
+    assert!(
+        b.try_acquire_or_renew().await?,
+        "the lease was not released"
+    );
+    Ok(())
+}
