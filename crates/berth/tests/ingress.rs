@@ -857,3 +857,164 @@ spec:
     ]);
     assert_eq!(class, "newer");
 }
+
+/// Real pods: busybox `httpd` in a Deployment on the node agent (containerd),
+/// endpoints from the EndpointSlice controller, served through the ingress.
+/// Needs root and the node agent's dependencies, as `tests/node.rs`.
+#[test]
+fn busybox_httpd_pods_through_the_agent() {
+    let (http, https) = (free_port(), free_port());
+    let s = Server::start_with_agent_args(
+        "ing-pods",
+        &[
+            "--ingress-http-port",
+            &http.to_string(),
+            "--ingress-https-port",
+            &https.to_string(),
+        ],
+    );
+    let _cleanup = PodCleanup(&s);
+    wait_until_for(Duration::from_secs(90), "node Ready", || {
+        let out = s.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
+        ]);
+        stdout(&out) == "True"
+    });
+    apply(&s, CLASS);
+    apply(&s, PODS);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let ready = || {
+        s.k(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        ])
+    };
+    while ready() != "2" {
+        assert!(
+            Instant::now() < deadline,
+            "pods never ready:\n{}\n{}",
+            s.k(&["get", "pods", "-o", "wide"]),
+            s.k(&["get", "events"])
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let pods: std::collections::BTreeSet<String> = s
+        .k(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ])
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    wait_until_for(
+        Duration::from_secs(30),
+        "served through the ingress",
+        || get(http, "web.example.com", "/").0 == 200,
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        let (code, body) = get(http, "web.example.com", "/");
+        assert_eq!(code, 200, "{body}");
+        seen.insert(body.trim().to_string());
+    }
+    assert_eq!(seen, pods, "responses come from both pods, balanced");
+    // Another host: nothing matches.
+    assert_eq!(get(http, "other.example.com", "/").0, 404);
+    // No pods left: 503 once the endpoints are gone.
+    s.k(&["scale", "deployment", "web", "--replicas=0"]);
+    wait_until_for(Duration::from_secs(60), "503 without pods", || {
+        get(http, "web.example.com", "/").0 == 503
+    });
+}
+
+/// Deletes the test's pods and waits for the agent to remove their sandboxes
+/// (also when the test fails), so no pod outlives its server.
+struct PodCleanup<'a>(&'a Server);
+
+impl Drop for PodCleanup<'_> {
+    fn drop(&mut self) {
+        let s = self.0;
+        let _ = s.kubectl(&["delete", "deployment", "--all", "--wait=true"]);
+        let _ = s.kubectl(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
+        let sock = s.data_dir.join("agent/containerd/containerd.sock");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let out = std::process::Command::new("ctr")
+                .arg("--address")
+                .arg(&sock)
+                .args(["-n", "k8s.io", "containers", "ls", "-q"])
+                .output();
+            if out.is_ok_and(|o| o.stdout.is_empty()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+fn wait_until_for(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Two busybox httpd pods answering with their own name, ready once serving.
+const PODS: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: httpd
+        image: busybox
+        command: [\"sh\", \"-c\", \"mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www\"]
+        ports:
+        - {name: http, containerPort: 8080}
+        readinessProbe:
+          httpGet: {path: /index.html, port: http}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {name: http}}}}
+";
