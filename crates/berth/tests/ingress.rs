@@ -531,6 +531,58 @@ spec:
         "involvedObject.name=web",
     ]);
     assert!(events.contains("ServiceNotFound"), "{events}");
+    // A resource backend (accepted by the API) and a rule an older Ingress
+    // already serves: events on the newer Ingress, the rest keeps serving.
+    apply(
+        &s,
+        "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: newer
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: missing, port: {number: 80}}}}
+      - path: /icons
+        pathType: ImplementationSpecific
+        backend:
+          resource: {apiGroup: k8s.example.com, kind: StorageBucket, name: icon-assets}
+",
+    );
+    wait_until("events on the newer Ingress", || {
+        let ev = s.k(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=newer",
+        ]);
+        ev.contains("RuleConflict") && ev.contains("UnsupportedBackend")
+    });
+    let ev = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=newer",
+    ]);
+    assert!(
+        ev.contains("resource backend k8s.example.com/StorageBucket \"icon-assets\" is not supported by berth.dev/ingress"),
+        "{ev}"
+    );
+    assert!(
+        ev.contains(
+            "host \"web.example.com\" path / (Prefix) is already served for an older Ingress"
+        ),
+        "{ev}"
+    );
+    for path in ["/", "/icons/x"] {
+        assert_eq!(
+            served_by(http, "web.example.com", path).1.as_deref(),
+            Some("a"),
+            "{path}"
+        );
+    }
     // Every endpoint unready: 503.
     apply(
         &s,
