@@ -6,14 +6,14 @@
 //! own task, so the next cycle never waits for the API. A failed binding
 //! forgets the assumption and requeues the pod with backoff.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use berth_runtime::events::{EventSource, EventType, Recorder, RecorderOptions};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Binding, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Binding, Namespace, Node, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -48,6 +48,9 @@ const MAX_CONCURRENT_BINDINGS: usize = 256;
 /// Events waiting to be written before new ones are dropped.
 const EVENT_QUEUE_CAPACITY: usize = 100_000;
 
+/// A Service's namespace and selector.
+type ServiceSelector = (String, BTreeMap<String, String>);
+
 struct Shared {
     queue: Mutex<SchedulingQueue>,
     wake: Condvar,
@@ -58,6 +61,8 @@ struct Shared {
     pdbs: RwLock<HashMap<String, PodDisruptionBudget>>,
     priority_classes: RwLock<HashMap<String, i32>>,
     nominator: Mutex<Nominator>,
+    /// Service selectors by `namespace/name`, and whether they changed.
+    services: Mutex<(HashMap<String, ServiceSelector>, bool)>,
     profiles: HashMap<String, Arc<Framework>>,
     stop: AtomicBool,
 }
@@ -215,6 +220,7 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         pdbs: RwLock::new(HashMap::new()),
         priority_classes: RwLock::new(HashMap::new()),
         nominator: Mutex::new(Nominator::default()),
+        services: Mutex::new((HashMap::new(), false)),
         profiles,
         stop: AtomicBool::new(false),
     });
@@ -333,6 +339,40 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
                 map.remove(n);
             }
             *w = Arc::new(map);
+        },
+        |_| {},
+        tx,
+    )));
+
+    let (tx, _svc_ready) = tokio::sync::oneshot::channel();
+    let (s1, s2) = (shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<Service>(&client),
+        "service",
+        move |svc: Service| {
+            let key = format!(
+                "{}/{}",
+                svc.metadata.namespace.as_deref().unwrap_or_default(),
+                svc.metadata.name.as_deref().unwrap_or_default()
+            );
+            let ns = svc.metadata.namespace.unwrap_or_default();
+            let sel = svc.spec.and_then(|s| s.selector).unwrap_or_default();
+            let mut g = lock(&s1.services);
+            if g.0.get(&key) != Some(&(ns.clone(), sel.clone())) {
+                g.0.insert(key, (ns, sel));
+                g.1 = true;
+            }
+        },
+        move |svc: Service| {
+            let key = format!(
+                "{}/{}",
+                svc.metadata.namespace.as_deref().unwrap_or_default(),
+                svc.metadata.name.as_deref().unwrap_or_default()
+            );
+            let mut g = lock(&s2.services);
+            if g.0.remove(&key).is_some() {
+                g.1 = true;
+            }
         },
         |_| {},
         tx,
@@ -577,6 +617,18 @@ impl Looper {
             self.snapshot.pdbs = Arc::new(pdbs.values().cloned().collect());
         }
         drop(pdbs);
+        {
+            let mut svc = lock(&self.shared.services);
+            if std::mem::take(&mut svc.1) {
+                self.snapshot.service_selectors = Arc::new(
+                    svc.0
+                        .values()
+                        .filter(|(_, sel)| !sel.is_empty())
+                        .cloned()
+                        .collect(),
+                );
+            }
+        }
         if let Some(by_node) = lock(&self.shared.nominator).take_changes() {
             self.snapshot.nominated = Arc::new(by_node);
         }

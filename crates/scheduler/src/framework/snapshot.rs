@@ -2,7 +2,7 @@
 //! `internal/cache.Snapshot`): node infos in name order, plus the lists
 //! plugins would otherwise recompute per pod.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -22,6 +22,9 @@ pub struct Snapshot {
     pub have_pods_with_required_anti_affinity: Vec<usize>,
     pub namespaces: Arc<NamespaceLabels>,
     pub pdbs: Arc<Vec<PodDisruptionBudget>>,
+    /// Services' selectors (namespace, selector): PodTopologySpread's
+    /// default constraints spread the pods a Service selects.
+    pub service_selectors: Arc<Vec<(String, BTreeMap<String, String>)>>,
     /// Pending pods nominated to a node by preemption, by node name.
     pub nominated: Arc<HashMap<String, Vec<Arc<PodInfo>>>>,
 }
@@ -46,6 +49,11 @@ impl Snapshot {
 
     pub fn with_namespaces(mut self, ns: NamespaceLabels) -> Self {
         self.namespaces = Arc::new(ns);
+        self
+    }
+
+    pub fn with_service_selectors(mut self, s: Vec<(String, BTreeMap<String, String>)>) -> Self {
+        self.service_selectors = Arc::new(s);
         self
     }
 

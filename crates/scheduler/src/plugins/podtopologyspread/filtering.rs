@@ -38,7 +38,7 @@ impl FilterState {
 
 impl PodTopologySpread {
     pub(super) fn filter_state(&self, pod: &PodInfo, snap: &Snapshot) -> FilterState {
-        let constraints = self.constraints(pod, "DoNotSchedule");
+        let constraints = self.constraints(pod, "DoNotSchedule", snap);
         let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
         if !constraints.is_empty() {
             for n in &snap.nodes {

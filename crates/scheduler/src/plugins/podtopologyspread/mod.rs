@@ -12,7 +12,7 @@ use berth_api::selector::LabelSelector;
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use serde::Deserialize;
 
-use crate::framework::{NodeInfo, Plugin, PodInfo};
+use crate::framework::{NodeInfo, Plugin, PodInfo, Snapshot};
 use crate::plugins::{nodeaffinity, tainttoleration};
 
 pub const NAME: &str = "PodTopologySpread";
@@ -171,7 +171,7 @@ impl PodTopologySpread {
 
     /// The pod's constraints with the given `whenUnsatisfiable`, or the
     /// defaults when it declares none.
-    pub fn constraints(&self, pod: &PodInfo, action: &str) -> Vec<Constraint> {
+    pub fn constraints(&self, pod: &PodInfo, action: &str, snap: &Snapshot) -> Vec<Constraint> {
         let own = pod
             .pod
             .spec
@@ -185,7 +185,7 @@ impl PodTopologySpread {
                 .map(|c| compile(pod, c))
                 .collect();
         }
-        let Some(selector) = default_selector(pod) else {
+        let Some(selector) = default_selector(pod, snap) else {
             return Vec::new();
         };
         self.default_constraints
@@ -210,11 +210,22 @@ impl PodTopologySpread {
     }
 }
 
-/// Upstream derives the default selector from the Services, ReplicaSets,
-/// ReplicationControllers and StatefulSets selecting the pod. Berth
-/// approximates it from the pod itself: a pod controlled by one of those
-/// workload kinds is spread against pods carrying all of its labels.
-fn default_selector(pod: &PodInfo) -> Option<LabelSelector> {
+/// Upstream's `DefaultSelector`: the selectors of the Services,
+/// ReplicaSets, ReplicationControllers and StatefulSets selecting the pod,
+/// together. Services are taken as they are; for a pod controlled by one of
+/// those workload kinds Berth uses the pod's own labels in place of its
+/// controller's selector (which the template's labels satisfy).
+fn default_selector(pod: &PodInfo, snap: &Snapshot) -> Option<LabelSelector> {
+    let labels = pod.labels();
+    let mut merged: BTreeMap<&str, &str> = BTreeMap::new();
+    for (ns, sel) in snap.service_selectors.iter() {
+        if ns == pod.namespace()
+            && !sel.is_empty()
+            && sel.iter().all(|(k, v)| labels.get(k) == Some(v))
+        {
+            merged.extend(sel.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+    }
     let controlled = pod.pod.metadata.owner_references.iter().flatten().any(|o| {
         o.controller == Some(true)
             && matches!(
@@ -222,9 +233,10 @@ fn default_selector(pod: &PodInfo) -> Option<LabelSelector> {
                 "ReplicaSet" | "ReplicationController" | "StatefulSet"
             )
     });
-    let labels = pod.labels();
-    (controlled && !labels.is_empty())
-        .then(|| LabelSelector::from_pairs(labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))))
+    if controlled {
+        merged.extend(labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
+    (!merged.is_empty()).then(|| LabelSelector::from_pairs(merged))
 }
 
 impl Plugin for PodTopologySpread {

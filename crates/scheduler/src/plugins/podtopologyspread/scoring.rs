@@ -44,7 +44,7 @@ impl PreScore for PodTopologySpread {
         if feasible.is_empty() {
             return Status::new(Code::Skip, Vec::new());
         }
-        let constraints = self.constraints(pod, "ScheduleAnyway");
+        let constraints = self.constraints(pod, "ScheduleAnyway", snap);
         if constraints.is_empty() {
             return Status::new(Code::Skip, Vec::new());
         }

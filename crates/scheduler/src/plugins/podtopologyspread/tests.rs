@@ -225,8 +225,26 @@ fn score_prefers_emptier_domains() {
 #[test]
 fn system_defaults_apply_only_to_controlled_pods() {
     let pl = PodTopologySpread::default();
+    let none = Snapshot::default();
     let plain = PodInfo::new(web("plain"));
-    assert!(pl.constraints(&plain, "ScheduleAnyway").is_empty());
+    assert!(pl.constraints(&plain, "ScheduleAnyway", &none).is_empty());
+    // A Service selecting the pod gives it the defaults too.
+    let served = Snapshot::default().with_service_selectors(vec![(
+        "default".to_string(),
+        BTreeMap::from([("app".to_string(), "web".to_string())]),
+    )]);
+    let cs = pl.constraints(&plain, "ScheduleAnyway", &served);
+    assert_eq!(cs.len(), 2);
+    assert!(cs[0].selector.matches(plain.labels()));
+    // A Service in another namespace does not.
+    let elsewhere = Snapshot::default().with_service_selectors(vec![(
+        "other".to_string(),
+        BTreeMap::from([("app".to_string(), "web".to_string())]),
+    )]);
+    assert!(
+        pl.constraints(&plain, "ScheduleAnyway", &elsewhere)
+            .is_empty()
+    );
     let mut owned = web("owned");
     owned.metadata.owner_references = Some(vec![OwnerReference {
         api_version: "apps/v1".into(),
@@ -236,7 +254,7 @@ fn system_defaults_apply_only_to_controlled_pods() {
         controller: Some(true),
         ..Default::default()
     }]);
-    let cs = pl.constraints(&PodInfo::new(owned), "ScheduleAnyway");
+    let cs = pl.constraints(&PodInfo::new(owned), "ScheduleAnyway", &none);
     let got: Vec<(String, i64)> = cs
         .iter()
         .map(|c| (c.topology_key.clone(), c.max_skew))
@@ -252,7 +270,7 @@ fn system_defaults_apply_only_to_controlled_pods() {
     });
     assert!(
         listed
-            .constraints(&PodInfo::new(web("x")), "ScheduleAnyway")
+            .constraints(&PodInfo::new(web("x")), "ScheduleAnyway", &none)
             .is_empty()
     );
 }
