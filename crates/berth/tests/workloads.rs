@@ -677,6 +677,15 @@ fn jobs_deadline_suspend_and_ttl() {
         ),
     );
 
+    apply(
+        &s,
+        &job(
+            "perindex",
+            "  completions: 2\n  parallelism: 2\n  completionMode: Indexed\n  backoffLimitPerIndex: 1",
+            "sim.berth.dev/fail: \"true\"",
+        ),
+    );
+
     // activeDeadlineSeconds: the running pod is stopped and the Job fails.
     s.k(&[
         "wait",
@@ -719,6 +728,37 @@ fn jobs_deadline_suspend_and_ttl() {
     let st = job_status(&s, "held");
     assert_eq!(condition(&st, "Suspended")["status"], "False", "{st}");
     assert_eq!(condition(&st, "Suspended")["reason"], "JobResumed", "{st}");
+
+    // backoffLimitPerIndex 1: each index fails twice (10 s apart), then the
+    // Job fails with both indexes in failedIndexes.
+    s.k(&[
+        "wait",
+        "--for=condition=failed",
+        "job/perindex",
+        "--timeout=40s",
+    ]);
+    let st = job_status(&s, "perindex");
+    assert_eq!(st["failedIndexes"], "0,1", "{st}");
+    assert_eq!(st["failed"], 4, "{st}");
+    let failed = condition(&st, "Failed");
+    assert_eq!(failed["reason"], "FailedIndexes", "{st}");
+    assert_eq!(failed["message"], "Job has failed indexes");
+    let mut counts: Vec<String> = pods(&s, "batch.kubernetes.io%2Fjob-name%3Dperindex")
+        .iter()
+        .map(|p| {
+            format!(
+                "{}:{}",
+                p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+                    .as_str()
+                    .unwrap_or("?"),
+                p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"]
+                    .as_str()
+                    .unwrap_or("?")
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(counts, ["0:0", "0:1", "1:0", "1:1"]);
 
     // ttlSecondsAfterFinished: the finished Job and its pods are deleted.
     wait_for("ephemeral job deleted", Duration::from_secs(30), || {

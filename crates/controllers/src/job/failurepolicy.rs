@@ -1,8 +1,8 @@
 //! `spec.podFailurePolicy` (upstream `pod_failure_policy.go`): the first rule
 //! matching a failed pod decides whether the failure fails the whole Job
 //! (`FailJob`), is not counted towards `backoffLimit` (`Ignore`), or counts
-//! as usual (`Count`, and when no rule matches). `FailIndex` needs
-//! backoffLimitPerIndex, which is not implemented; it counts as usual.
+//! as usual (`Count`, and when no rule matches); `FailIndex` fails the pod's
+//! index at once (with backoffLimitPerIndex).
 
 use k8s_openapi::api::batch::v1::{PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
@@ -16,6 +16,7 @@ pub enum Outcome {
     FailJob(String),
     Ignore,
     Count,
+    FailIndex,
 }
 
 fn exit_codes_match(
@@ -85,6 +86,7 @@ pub fn evaluate(policy: &PodFailurePolicy, pod: &Pod) -> Outcome {
         return match rule.action.as_str() {
             "FailJob" => Outcome::FailJob(message),
             "Ignore" => Outcome::Ignore,
+            "FailIndex" => Outcome::FailIndex,
             _ => Outcome::Count,
         };
     }
@@ -197,6 +199,13 @@ mod tests {
             Outcome::FailJob(
                 "Pod ns/p has condition ConfigIssue matching FailJob rule at index 1".into()
             )
+        );
+        let fail_index = PodFailurePolicy {
+            rules: vec![codes("FailIndex", None, "In", &[7])],
+        };
+        assert_eq!(
+            evaluate(&fail_index, &failed("main", 7, None)),
+            Outcome::FailIndex
         );
         // Exit code 0 never matches an exit-code rule.
         assert_eq!(

@@ -12,7 +12,9 @@
 //! once no pod is left running. Also honoured: `successPolicy` (Indexed Jobs),
 //! `managedBy` (another controller's Jobs are left alone),
 //! `podReplacementPolicy: Failed` and `podFailurePolicy` (FailJob, Ignore and
-//! Count rules on failed pods); backoffLimitPerIndex is not implemented.
+//! Count rules on failed pods) and `backoffLimitPerIndex`/`maxFailedIndexes`
+//! (per-index failure counts in the `job-index-failure-count` annotation,
+//! `status.failedIndexes`, per-index back-off, `FailIndex`).
 //! Events use upstream's reasons (`SuccessfulCreate`, `SuccessfulDelete`,
 //! `Completed`, `BackoffLimitExceeded`, `DeadlineExceeded`, `Suspended`,
 //! `Resumed`).
@@ -44,6 +46,8 @@ use crate::replicaset::{controller_ref, owner_ref, slow_start_batches};
 pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// Failures of the pod's index before it (backoffLimitPerIndex).
+pub const INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
 
 pub const COMPLETE: &str = "Complete";
 pub const FAILED: &str = "Failed";
@@ -56,6 +60,9 @@ pub const COMPLETIONS_REACHED: &str = "CompletionsReached";
 const BACKOFF_MESSAGE: &str = "Job has reached the specified backoff limit";
 const DEADLINE_MESSAGE: &str = "Job was active longer than specified deadline";
 const COMPLETIONS_MESSAGE: &str = "Reached expected number of succeeded pods";
+const MAX_FAILED_INDEXES_MESSAGE: &str =
+    "Job has exceeded the specified maximal number of failed indexes";
+const FAILED_INDEXES_MESSAGE: &str = "Job has failed indexes";
 
 struct Ctx {
     client: kube::Client,
@@ -204,6 +211,15 @@ fn finish_time(p: &Pod) -> Option<Timestamp> {
         .max()
 }
 
+fn index_failure_count(p: &Pod) -> i32 {
+    p.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(INDEX_FAILURE_COUNT))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn completion_index(p: &Pod) -> Option<i32> {
     p.metadata
         .annotations
@@ -325,6 +341,8 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .collect();
     let mut done_idx =
         logic::parse_indexes(status.completed_indexes.as_deref().unwrap_or_default());
+    let per_index = indexed && spec.backoff_limit_per_index.is_some();
+    let mut failed_idx = logic::parse_indexes(status.failed_indexes.as_deref().unwrap_or_default());
     let mut to_release: Vec<&Pod> = Vec::new();
     let mut policy_failure: Option<JobCondition> = None;
     for p in pods.iter().filter(|p| has_finalizer(p)) {
@@ -355,6 +373,16 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             if outcome != failurepolicy::Outcome::Ignore && !unc_ok.contains(&uid) {
                 unc_fail.insert(uid);
             }
+            // backoffLimitPerIndex: the index fails once its failures exceed the limit.
+            if per_index
+                && outcome != failurepolicy::Outcome::Ignore
+                && let Some(ix) = completion_index(p)
+                && !done_idx.contains(&ix)
+                && (outcome == failurepolicy::Outcome::FailIndex
+                    || index_failure_count(p) >= spec.backoff_limit_per_index.unwrap_or(0))
+            {
+                failed_idx.insert(ix);
+            }
             to_release.push(p);
         } else if podutil::is_terminating(p) {
             to_release.push(p);
@@ -363,8 +391,10 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let completed_str = logic::format_indexes(&done_idx);
     let unc_changed = uncounted.succeeded.clone().unwrap_or_default().len() != unc_ok.len()
         || uncounted.failed.clone().unwrap_or_default().len() != unc_fail.len();
-    let idx_changed =
-        indexed && status.completed_indexes.clone().unwrap_or_default() != completed_str;
+    let failed_str = logic::format_indexes(&failed_idx);
+    let idx_changed = indexed
+        && (status.completed_indexes.clone().unwrap_or_default() != completed_str
+            || (per_index && status.failed_indexes.as_deref() != Some(failed_str.as_str())));
     if unc_changed || idx_changed || policy_failure.is_some() {
         let mut patch = json!({"status": {"uncountedTerminatedPods": {
             "succeeded": unc_ok.iter().collect::<Vec<_>>(),
@@ -381,6 +411,9 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             patch["status"]["completedIndexes"] = json!(completed_str);
             patch["status"]["succeeded"] = json!(done_idx.len());
         }
+        if per_index {
+            patch["status"]["failedIndexes"] = json!(failed_str);
+        }
         if !write_status(&jobs_api, &name, patch, &mut rv).await? {
             return Ok(Action::requeue(Duration::from_millis(200)));
         }
@@ -396,6 +429,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     });
     status.failed = Some(status.failed.unwrap_or(0) + i32::try_from(unc_fail.len()).unwrap_or(0));
     status.completed_indexes = indexed.then(|| completed_str.clone());
+    status.failed_indexes = per_index.then(|| failed_str.clone());
     uncounted.succeeded = Some(Vec::new());
     uncounted.failed = Some(Vec::new());
     status.uncounted_terminated_pods = Some(uncounted);
@@ -418,9 +452,30 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let mut success = condition_true(&job, SUCCESS_CRITERIA_MET);
     let decided_before = failure.is_some() || success.is_some();
     if failure.is_none() && success.is_none() {
+        let all_indexes_done = completions.is_some_and(|c| {
+            i32::try_from(done_idx.len() + failed_idx.len()).unwrap_or(i32::MAX) >= c
+        });
         if let Some(c) = policy_failure.clone() {
             failure = Some(c);
-        } else if failed > spec.backoff_limit.unwrap_or(6) {
+        } else if per_index
+            && spec
+                .max_failed_indexes
+                .is_some_and(|m| i32::try_from(failed_idx.len()).unwrap_or(i32::MAX) > m)
+        {
+            failure = Some(new_condition(
+                FAILURE_TARGET,
+                "MaxFailedIndexesExceeded",
+                MAX_FAILED_INDEXES_MESSAGE,
+                now,
+            ));
+        } else if per_index && all_indexes_done && !failed_idx.is_empty() {
+            failure = Some(new_condition(
+                FAILURE_TARGET,
+                "FailedIndexes",
+                FAILED_INDEXES_MESSAGE,
+                now,
+            ));
+        } else if !per_index && failed > spec.backoff_limit.unwrap_or(6) {
             failure = Some(new_condition(
                 FAILURE_TARGET,
                 BACKOFF_LIMIT_EXCEEDED,
@@ -547,7 +602,20 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                 requeue = Some(Duration::from_secs(u64::try_from(d).unwrap_or(0).max(1)));
             }
         }
-        if let Some(wait) = manage(&ctx, &job, &pods, &active, succeeded, &done_idx, now).await? {
+        if let Some(wait) = manage(
+            &ctx,
+            &job,
+            &pods,
+            &active,
+            succeeded,
+            Indexes {
+                done: &done_idx,
+                failed: &failed_idx,
+            },
+            now,
+        )
+        .await?
+        {
             requeue = Some(requeue.map_or(wait, |r| r.min(wait)));
         }
     }
@@ -562,6 +630,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         "succeeded": status.succeeded,
         "failed": status.failed,
         "completedIndexes": status.completed_indexes,
+        "failedIndexes": status.failed_indexes,
         "uncountedTerminatedPods": {"succeeded": null, "failed": null},
         "startTime": status.start_time,
         "completionTime": status.completion_time,
@@ -627,6 +696,12 @@ fn same(old: Option<&serde_json::Value>, new: &serde_json::Value) -> bool {
     }
 }
 
+/// Completed and failed indexes of an Indexed Job.
+struct Indexes<'a> {
+    done: &'a BTreeSet<i32>,
+    failed: &'a BTreeSet<i32>,
+}
+
 /// Starts or stops pods towards the wanted active count; returns how long to
 /// wait when back-off holds new pods back.
 async fn manage(
@@ -635,14 +710,20 @@ async fn manage(
     pods: &[Pod],
     active: &[&Pod],
     succeeded: i32,
-    done_idx: &BTreeSet<i32>,
+    Indexes {
+        done: done_idx,
+        failed: failed_idx,
+    }: Indexes<'_>,
     now: Timestamp,
 ) -> Result<Option<Duration>, Error> {
     let spec = job.spec.clone().unwrap_or_default();
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let indexed = spec.completion_mode.as_deref() == Some("Indexed");
-    let want = logic::want_active(spec.parallelism.unwrap_or(1), spec.completions, succeeded);
+    let per_index = indexed && spec.backoff_limit_per_index.is_some();
+    // Failed indexes are settled too: nothing more runs for them.
+    let settled = succeeded + i32::try_from(failed_idx.len()).unwrap_or(0);
+    let want = logic::want_active(spec.parallelism.unwrap_or(1), spec.completions, settled);
     let have = i32::try_from(active.len()).unwrap_or(i32::MAX);
     // podReplacementPolicy Failed: a terminating pod is replaced only once it
     // has fully stopped, so it still holds its slot.
@@ -682,21 +763,51 @@ async fn manage(
     if have + holding >= want {
         return Ok(None);
     }
-    let (failures, last) = failures_since_success(pods, spec.pod_failure_policy.as_ref());
-    let delay = logic::failure_backoff(failures);
-    if let Some(last) = last {
-        let since = now.duration_since(last).unsigned_abs();
-        if since < delay {
-            return Ok(Some(delay - since + Duration::from_millis(100)));
+    if !per_index {
+        let (failures, last) = failures_since_success(pods, spec.pod_failure_policy.as_ref());
+        let delay = logic::failure_backoff(failures);
+        if let Some(last) = last {
+            let since = now.duration_since(last).unsigned_abs();
+            if since < delay {
+                return Ok(Some(delay - since + Duration::from_millis(100)));
+            }
         }
     }
     let n = usize::try_from(want - have - holding).unwrap_or(0);
+    let mut wait: Option<Duration> = None;
     let to_create: Vec<Pod> = if indexed {
-        let busy: BTreeSet<i32> = active.iter().filter_map(|p| completion_index(p)).collect();
-        logic::next_indexes(spec.completions.unwrap_or(0), done_idx, &busy, n)
-            .into_iter()
-            .map(|i| new_pod(job, Some(i)))
-            .collect()
+        let mut busy: BTreeSet<i32> = active.iter().filter_map(|p| completion_index(p)).collect();
+        busy.extend(failed_idx.iter().copied());
+        let mut out = Vec::new();
+        for i in logic::next_indexes(spec.completions.unwrap_or(0), done_idx, &busy, usize::MAX) {
+            if out.len() >= n {
+                break;
+            }
+            // Per index: the failures so far and the back-off after the last one.
+            let last_failed = pods
+                .iter()
+                .filter(|p| completion_index(p) == Some(i) && podutil::phase(p) == "Failed")
+                .max_by_key(|p| finish_time(p));
+            let failures = last_failed.map_or(0, |p| index_failure_count(p) + 1);
+            if per_index && let Some(t) = last_failed.and_then(finish_time) {
+                let delay = logic::failure_backoff(u32::try_from(failures).unwrap_or(0));
+                let since = now.duration_since(t).unsigned_abs();
+                if since < delay {
+                    let left = delay - since + Duration::from_millis(100);
+                    wait = Some(wait.map_or(left, |w| w.min(left)));
+                    continue;
+                }
+            }
+            let mut pod = new_pod(job, Some(i));
+            if per_index {
+                pod.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .insert(INDEX_FAILURE_COUNT.into(), failures.to_string());
+            }
+            out.push(pod);
+        }
+        out
     } else {
         (0..n).map(|_| new_pod(job, None)).collect()
     };
@@ -729,7 +840,7 @@ async fn manage(
             return Err(e.into());
         }
     }
-    Ok(None)
+    Ok(wait)
 }
 
 /// A pod from the template, with the tracking finalizer and, for Indexed
