@@ -274,3 +274,32 @@ fn system_defaults_apply_only_to_controlled_pods() {
             .is_empty()
     );
 }
+
+#[test]
+fn node_taints_policy_honor_drops_tainted_domains() {
+    let snap = Snapshot::new(vec![
+        node_info(zoned("n1", "a"), vec![web("w1"), web("w2")]),
+        node_info(zoned("n2", "b"), vec![web("w3")]),
+        node_info(
+            tainted(zoned("n3", "c"), &[("dedicated", "x", "NoSchedule")]),
+            vec![],
+        ),
+    ]);
+    let pl = PodTopologySpread::default();
+    let ok = String::new();
+    let skew = ERR_REASON_CONSTRAINTS_NOT_MATCH.to_string();
+    // (policy, expected per node): ignoring taints, zone c's 0 is the minimum;
+    // honouring them, zone b's 1 is.
+    for (policy, want) in [
+        (None, vec![skew.clone(), skew.clone(), ok.clone()]),
+        (Some("Honor"), vec![skew.clone(), ok.clone(), ok.clone()]),
+    ] {
+        let mut c = constraint(LABEL_ZONE, 1, "DoNotSchedule", "web");
+        c.node_taints_policy = policy.map(String::from);
+        let got: Vec<String> = run_filter(&pl, &spreading(web("in"), vec![c]), &snap)
+            .iter()
+            .map(|s| s.message())
+            .collect();
+        assert_eq!(got, want, "{policy:?}");
+    }
+}
