@@ -64,7 +64,11 @@ pub async fn run(client: kube::Client) {
             }
         });
     Controller::new(sets, watcher::Config::default())
-        .owns(pods, watcher::Config::default())
+        // Only daemon pods (their template-generation label), not every pod.
+        .owns(
+            pods,
+            watcher::Config::default().labels(TEMPLATE_GENERATION_LABEL),
+        )
         .reconcile_all_on(node_changes)
         .run(
             reconcile,

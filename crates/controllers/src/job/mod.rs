@@ -57,6 +57,9 @@ pub const SUSPENDED: &str = "Suspended";
 pub const BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
 pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 pub const COMPLETIONS_REACHED: &str = "CompletionsReached";
+/// Periodic resync of unfinished Jobs (pods without the generated labels
+/// bring no events).
+const RESYNC: Duration = Duration::from_secs(30);
 const BACKOFF_MESSAGE: &str = "Job has reached the specified backoff limit";
 const DEADLINE_MESSAGE: &str = "Job was active longer than specified deadline";
 const COMPLETIONS_MESSAGE: &str = "Reached expected number of succeeded pods";
@@ -73,7 +76,12 @@ pub async fn run(client: kube::Client) {
     let jobs: Api<Job> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
     let controller = Controller::new(jobs, watcher::Config::default())
-        .owns(pods, watcher::Config::default())
+        // Only Job pods (the label the API server puts on generated
+        // selectors), not every pod; manual-selector Jobs rely on the resync.
+        .owns(
+            pods,
+            watcher::Config::default().labels("batch.kubernetes.io/controller-uid"),
+        )
         .run(
             reconcile,
             error_policy,
@@ -663,7 +671,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     }
     Ok(match requeue {
         Some(d) => Action::requeue(d),
-        None => Action::await_change(),
+        None => Action::requeue(RESYNC),
     })
 }
 

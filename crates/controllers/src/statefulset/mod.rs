@@ -51,7 +51,9 @@ pub async fn run(client: kube::Client) {
         EventSource::new("statefulset-controller", ""),
     );
     Controller::new(sets, watcher::Config::default())
-        .owns(pods, watcher::Config::default())
+        // Only StatefulSet pods: a watch of every pod would cost each pod
+        // event a decode here (orphans to adopt are found by the resync).
+        .owns(pods, watcher::Config::default().labels(POD_NAME_LABEL))
         .run(reconcile, error_policy, Arc::new(Ctx { client, events }))
         .for_each(|_| async {})
         .await;
