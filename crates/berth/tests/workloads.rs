@@ -268,6 +268,7 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
     );
 
     // Parallel: all pods are created at once, without waiting for readiness.
+    // Its claims go with the pods (whenScaled) and the set (whenDeleted).
     apply(
         &s,
         &STATEFULSET
@@ -275,7 +276,7 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
             .replace("{app: web}", "{app: par}")
             .replace(
                 "serviceName: nginx",
-                "serviceName: nginx\n  podManagementPolicy: Parallel",
+                "serviceName: nginx\n  podManagementPolicy: Parallel\n  persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete, whenScaled: Delete}",
             ),
     );
     let mut saw_parallel = false;
@@ -290,6 +291,31 @@ fn statefulset_ordered_creation_scale_down_and_claims() {
     assert!(
         saw_parallel,
         "par-1 and par-2 should exist before par-0 is Ready"
+    );
+    let claim_names = || -> Vec<String> {
+        items(&s, "/api/v1/namespaces/default/persistentvolumeclaims")
+            .iter()
+            .map(name)
+            .filter(|n| n.starts_with("www-par-"))
+            .collect()
+    };
+    assert_eq!(claim_names(), ["www-par-0", "www-par-1", "www-par-2"]);
+    s.k(&["scale", "sts/par", "--replicas=1"]);
+    wait_for(
+        "claims of removed pods deleted",
+        Duration::from_secs(30),
+        || claim_names() == ["www-par-0"],
+    );
+    s.k(&["delete", "sts", "par"]);
+    wait_for(
+        "the last claim deleted with the set",
+        Duration::from_secs(30),
+        || claim_names().is_empty(),
+    );
+    // web's claims (Retain) are untouched.
+    assert_eq!(
+        items(&s, "/api/v1/namespaces/default/persistentvolumeclaims").len(),
+        3
     );
 }
 

@@ -374,8 +374,8 @@ fn new_pod(set: &StatefulSet, template: &PodTemplateSpec, ordinal: i32, revision
 }
 
 /// With `whenScaled: Delete`, a pod removed by a scale-down hands its claims
-/// to the garbage collector: each claim gets the pod as owner, so it goes
-/// once the pod is gone (upstream's claim ownership for condemned pods).
+/// to the garbage collector: each claim gets the pod as its only owner, so it
+/// goes once the pod is gone (upstream's updateClaimOwnerRefForSetAndPod).
 async fn release_claims_on_scale_down(
     ctx: &Ctx,
     set: &StatefulSet,
@@ -409,10 +409,17 @@ async fn release_claims_on_scale_down(
             continue;
         };
         let pod_uid = pod.metadata.uid.clone().unwrap_or_default();
-        let mut refs = claim.metadata.owner_references.clone().unwrap_or_default();
-        if refs.iter().any(|r| r.uid == pod_uid) {
+        let set_uid = set.metadata.uid.clone().unwrap_or_default();
+        let refs = claim.metadata.owner_references.clone().unwrap_or_default();
+        if refs.iter().any(|r| r.uid == pod_uid) && !refs.iter().any(|r| r.uid == set_uid) {
             continue;
         }
+        // The set's reference goes: the garbage collector keeps a dependent
+        // while any owner lives, so the pod must be its only owner.
+        let mut refs: Vec<OwnerReference> = refs
+            .into_iter()
+            .filter(|r| r.uid != set_uid && r.uid != pod_uid)
+            .collect();
         refs.push(OwnerReference {
             api_version: "v1".into(),
             kind: "Pod".into(),
@@ -463,9 +470,11 @@ async fn create_claims(ctx: &Ctx, set: &StatefulSet, ordinal: i32) -> Result<(),
         }
         let mut labels = t.metadata.labels.clone().unwrap_or_default();
         labels.extend(spec.selector.match_labels.clone().unwrap_or_default());
+        // A plain reference (not controller, not blocking), as upstream's setOwnerRef.
         let owners = delete_with_set.then(|| {
             vec![OwnerReference {
                 controller: None,
+                block_owner_deletion: None,
                 ..owner_ref(set)
             }]
         });
