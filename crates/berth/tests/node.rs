@@ -1093,3 +1093,48 @@ fn berth_agent_joins_a_server_and_images_import() {
         .status();
     let _ = agent.wait();
 }
+
+#[test]
+fn containerd_is_restarted_and_pods_survive() {
+    let (s, _g) = agent_server("node-containerd");
+    apply(&s, &pod("before", "Always", "busybox", "sleep 3600", ""));
+    wait_for(
+        &s,
+        "before",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    let config = s.data_dir.join("agent/containerd/config.toml");
+    let pgrep = |pattern: &str| {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", pattern])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let pattern = format!("containerd --config {}", config.display());
+    let old = pgrep(&pattern);
+    assert!(!old.is_empty(), "no containerd for {}", config.display());
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &old])
+        .status();
+    wait_until(Duration::from_secs(30), "a new containerd", || {
+        let now = pgrep(&pattern);
+        !now.is_empty() && now != old
+    });
+    apply(&s, &pod("after", "Always", "busybox", "sleep 3600", ""));
+    wait_for(
+        &s,
+        "after",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    assert_eq!(jsonpath(&s, "before", "{.status.phase}"), "Running");
+    assert_eq!(
+        jsonpath(&s, "before", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+    delete_all(&s);
+}

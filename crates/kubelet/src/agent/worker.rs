@@ -256,11 +256,13 @@ impl Worker {
             }
         }
         // After an agent restart: adopt this pod's ready sandbox.
-        let existing = self
-            .rt()
-            .list_sandboxes(&self.uid_filter())
-            .await
-            .unwrap_or_default();
+        let existing = match self.rt().list_sandboxes(&self.uid_filter()).await {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(pod = %self.uid, error = %e, "listing sandboxes");
+                return false;
+            }
+        };
         let mut attempt = 0;
         for s in &existing {
             attempt = attempt.max(s.attempt + 1);
@@ -395,13 +397,17 @@ impl Worker {
     }
 
     /// Latest and previous instance of every container of the pod.
-    async fn views(&self) -> HashMap<String, ContainerView> {
+    /// None while the runtime cannot list containers (e.g. containerd
+    /// restarting): acting on an empty list would start duplicates.
+    async fn try_views(&self) -> Option<HashMap<String, ContainerView>> {
         let mut by_name: HashMap<String, Vec<ContainerStatus>> = HashMap::new();
-        let list = self
-            .rt()
-            .list_containers(&self.uid_filter())
-            .await
-            .unwrap_or_default();
+        let list = match self.rt().list_containers(&self.uid_filter()).await {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(pod = %self.uid, error = %e, "listing containers");
+                return None;
+            }
+        };
         for c in list {
             let name = c
                 .labels
@@ -430,7 +436,11 @@ impl Worker {
                 },
             );
         }
-        out
+        Some(out)
+    }
+
+    async fn views(&self) -> HashMap<String, ContainerView> {
+        self.try_views().await.unwrap_or_default()
     }
 
     async fn sync(&mut self, pod: &Pod) {
@@ -453,7 +463,9 @@ impl Worker {
         let policy = restart_policy(pod).to_string();
         let spec = pod.spec.clone().unwrap_or_default();
         let init = spec.init_containers.clone().unwrap_or_default();
-        let mut views = self.views().await;
+        let Some(mut views) = self.try_views().await else {
+            return;
+        };
         self.acted = false;
         if sandbox_ok {
             // Init containers one at a time, in order; regular ones after all succeeded.

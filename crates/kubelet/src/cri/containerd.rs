@@ -109,10 +109,101 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A containerd that Berth started; stopped (SIGTERM) when dropped.
+/// A containerd that Berth started and supervises: restarted if it dies (its
+/// containers keep running under their shims), stopped by [`ContainerdProcess::stop`].
 pub struct ContainerdProcess {
-    child: Child,
     pub socket: PathBuf,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// How containerd is (re)started.
+struct Launch {
+    program: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+}
+
+impl Launch {
+    fn spawn(&self) -> std::io::Result<Child> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)?;
+        Command::new(&self.program)
+            .arg("--config")
+            .arg(&self.config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // No registry is reachable, and nothing may leave this machine: pulls of
+            // images that are not present fail at once (ErrImagePull) on a refused
+            // local proxy instead of resolving remote registries.
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "")
+            .kill_on_drop(false)
+            .spawn()
+    }
+}
+
+async fn wait_for_socket(socket: &Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if tokio::net::UnixStream::connect(socket).await.is_ok() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn terminate(child: &mut Child) {
+    if let Some(pid) = child.id() {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .is_err()
+    {
+        warn!("containerd did not stop in 10 s; killing it");
+        let _ = child.kill().await;
+    }
+}
+
+/// Restarts containerd whenever it exits (1 s doubling to 30 s between tries,
+/// reset after a minute up), until told to stop.
+async fn supervise(launch: Launch, mut child: Child, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut delay = Duration::from_secs(1);
+    let mut up_since = Instant::now();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => {
+                terminate(&mut child).await;
+                return;
+            }
+            status = child.wait() => warn!(?status, "containerd exited; restarting it"),
+        }
+        if up_since.elapsed() > Duration::from_secs(60) {
+            delay = Duration::from_secs(1);
+        }
+        loop {
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep(delay) => {}
+            }
+            delay = (delay * 2).min(Duration::from_secs(30));
+            match launch.spawn() {
+                Ok(c) => {
+                    child = c;
+                    up_since = Instant::now();
+                    break;
+                }
+                Err(e) => warn!(error = %e, "restarting containerd failed"),
+            }
+        }
+    }
 }
 
 impl ContainerdProcess {
@@ -137,56 +228,31 @@ impl ContainerdProcess {
         std::fs::create_dir_all(&cfg.cni_conf_dir)?;
         std::fs::write(cfg.config_path(), cfg.render())?;
         let _ = std::fs::remove_file(&socket);
-        let log = std::fs::File::create(cfg.dir.join("containerd.log"))?;
-        let mut cmd = Command::new(containerd);
-        cmd.arg("--config")
-            .arg(cfg.config_path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // No registry is reachable, and nothing may leave this machine: pulls of
-            // images that are not present fail at once (ErrImagePull) on a refused
-            // local proxy instead of resolving remote registries.
-            .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .env("HTTP_PROXY", "http://127.0.0.1:9")
-            .env("NO_PROXY", "")
-            .kill_on_drop(false);
-        let child = cmd.spawn()?;
-        let proc = ContainerdProcess {
-            child,
-            socket: socket.clone(),
+        let launch = Launch {
+            program: containerd,
+            config: cfg.config_path(),
+            log: cfg.dir.join("containerd.log"),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if tokio::net::UnixStream::connect(&socket).await.is_ok() {
-                info!(socket = %socket.display(), "containerd started");
-                return Ok(Some(proc));
-            }
-            if Instant::now() > deadline {
-                return Err(crate::Error::Runtime(format!(
-                    "containerd did not open {} within 30 s; see {}",
-                    socket.display(),
-                    cfg.dir.join("containerd.log").display()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut child = launch.spawn()?;
+        if !wait_for_socket(&socket, Duration::from_secs(30)).await {
+            terminate(&mut child).await;
+            return Err(crate::Error::Runtime(format!(
+                "containerd did not open {} within 30 s; see {}",
+                socket.display(),
+                launch.log.display()
+            )));
         }
+        info!(socket = %socket.display(), "containerd started");
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(supervise(launch, child, stop_rx));
+        Ok(Some(ContainerdProcess { socket, stop, task }))
     }
 
     /// Stops containerd (SIGTERM, then SIGKILL after 10 s). Containers keep
     /// running under their shims, as with a containerd restart.
-    pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-        }
-        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-            .await
-            .is_err()
-        {
-            warn!("containerd did not stop in 10 s; killing it");
-            let _ = self.child.kill().await;
-        }
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
     }
 }
 
