@@ -1138,3 +1138,80 @@ fn containerd_is_restarted_and_pods_survive() {
     );
     delete_all(&s);
 }
+
+#[test]
+fn sidecars_run_beside_containers_and_on_failure_restarts_only_failures() {
+    let (s, _g) = agent_server("node-sidecar");
+    let yaml = "apiVersion: v1
+kind: Pod
+metadata:
+  name: sidecar
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: work, emptyDir: {}}
+  initContainers:
+  - name: helper
+    image: busybox
+    restartPolicy: Always
+    command: [sh, -c, 'echo up > /work/helper; exec sleep 3600']
+    volumeMounts: [{name: work, mountPath: /work}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'test -f /work/helper && exec sleep 3600']
+    volumeMounts: [{name: work, mountPath: /work}]
+";
+    apply(&s, yaml);
+    wait_for(
+        &s,
+        "sidecar",
+        "{.status.phase}",
+        Duration::from_secs(40),
+        |p| p == "Running",
+    );
+    wait_for(
+        &s,
+        "sidecar",
+        "{.status.conditions[?(@.type==\"Ready\")].status}",
+        Duration::from_secs(30),
+        |r| r == "True",
+    );
+    let sidecar_started = jsonpath(
+        &s,
+        "sidecar",
+        "{.status.initContainerStatuses[0].state.running.startedAt}",
+    );
+    assert!(!sidecar_started.is_empty());
+    assert_eq!(
+        jsonpath(&s, "sidecar", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+    let row = s.k(&["get", "pod", "sidecar", "--no-headers"]);
+    assert!(row.contains("2/2") && row.contains("Running"), "{row}");
+    // OnFailure: a failing container is restarted, then succeeds and the pod completes.
+    let on_failure = pod(
+        "onfailure",
+        "OnFailure",
+        "busybox",
+        "test -f /work/ran && exit 0; touch /work/ran; exit 1",
+        "    volumeMounts: [{name: work, mountPath: /work}]\n  volumes:\n  - {name: work, emptyDir: {}}\n",
+    );
+    apply(&s, &on_failure);
+    wait_for(
+        &s,
+        "onfailure",
+        "{.status.phase}",
+        Duration::from_secs(40),
+        |p| p == "Succeeded",
+    );
+    assert_eq!(
+        jsonpath(
+            &s,
+            "onfailure",
+            "{.status.containerStatuses[0].restartCount}"
+        ),
+        "1"
+    );
+    delete_all(&s);
+}

@@ -109,6 +109,23 @@ pub fn container_status(c: &Container, v: &ContainerView) -> Value {
     s
 }
 
+/// A sidecar: an init container with `restartPolicy: Always`, which keeps
+/// running beside the regular containers.
+pub fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// Has this init container done its part: exited 0, or (a sidecar) running
+/// with its startup probe passed?
+pub fn init_done(c: &Container, v: &ContainerView) -> bool {
+    if is_sidecar(c) {
+        return is_running(v) && v.started.unwrap_or(true);
+    }
+    v.latest
+        .as_ref()
+        .is_some_and(|l| l.state == ContainerState::Exited && l.exit_code == 0)
+}
+
 /// Pod phase (upstream's `getPhase` for a pod that is not being deleted).
 pub fn phase(
     init: &[(&Container, &ContainerView)],
@@ -116,9 +133,12 @@ pub fn phase(
     restart_policy: &str,
 ) -> &'static str {
     // Init containers: pending until all succeeded; a failed one with Never fails the pod.
-    for (_, v) in init {
+    for (c, v) in init {
+        // A sidecar that ran once no longer holds the pod in Pending.
+        if init_done(c, v) || (is_sidecar(c) && v.latest.is_some()) {
+            continue;
+        }
         match &v.latest {
-            Some(l) if l.state == ContainerState::Exited && l.exit_code == 0 => continue,
             Some(l)
                 if l.state == ContainerState::Exited
                     && restart_policy == "Never"
@@ -211,15 +231,14 @@ pub fn conditions(
     let completed = phase == "Succeeded" || phase == "Failed";
     let pending_init: Vec<&str> = init
         .iter()
-        .filter(|(_, v)| {
-            !v.latest
-                .as_ref()
-                .is_some_and(|l| l.state == ContainerState::Exited && l.exit_code == 0)
-        })
+        .filter(|(c, v)| !init_done(c, v))
         .map(|(c, _)| c.name.as_str())
         .collect();
-    let unready: Vec<&str> = containers
+    // Sidecars count towards readiness like regular containers.
+    let unready: Vec<&str> = init
         .iter()
+        .filter(|(c, _)| is_sidecar(c))
+        .chain(containers.iter())
         .filter(|(_, v)| !container_ready(v))
         .map(|(c, _)| c.name.as_str())
         .collect();
@@ -402,6 +421,16 @@ mod tests {
             phase(&[(&init, &ok)], &[(&a, &running)], "Never"),
             "Running"
         );
+        // A running sidecar does not hold the pod in Pending.
+        let mut sidecar = c("proxy");
+        sidecar.restart_policy = Some("Always".into());
+        assert_eq!(
+            phase(&[(&sidecar, &running)], &[(&a, &running)], "Always"),
+            "Running"
+        );
+        assert!(init_done(&sidecar, &running));
+        assert!(!init_done(&sidecar, &ok));
+        assert!(!init_done(&init, &running));
     }
 
     #[test]

@@ -466,19 +466,26 @@ impl Worker {
         let Some(mut views) = self.try_views().await else {
             return;
         };
+        // Sidecars gate later init containers on their startup probes.
+        self.apply_probes(pod, &init, &spec.containers, &mut views);
         self.acted = false;
         if sandbox_ok {
             // Init containers one at a time, in order; regular ones after all succeeded.
             let mut init_done = true;
             for c in &init {
                 let v = views.get(&c.name).cloned().unwrap_or_default();
+                if status::init_done(c, &v) {
+                    continue;
+                }
+                let sidecar = status::is_sidecar(c);
                 match &v.latest {
-                    Some(l) if l.state == ContainerState::Exited && l.exit_code == 0 => continue,
+                    // A sidecar that exited is restarted whatever the pod's policy.
                     Some(l) if l.state == ContainerState::Exited => {
-                        if policy != "Never" {
+                        if sidecar || policy != "Never" {
                             self.restart(pod, c, l, true).await;
                         }
                     }
+                    // Running (a sidecar not started yet): the next one waits.
                     Some(_) => {}
                     None => self.start(pod, c, 0, true).await,
                 }
