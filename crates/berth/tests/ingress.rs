@@ -407,6 +407,28 @@ spec:
         body.contains("host=exact.example.com xff=127.0.0.1 proto=http xfh=exact.example.com"),
         "{body}"
     );
+    // The backend closes every connection (`Connection: close`); the client's
+    // connection to the ingress stays open for the next request.
+    let url = format!("http://127.0.0.1:{http}/keep");
+    let out = std::process::Command::new("curl")
+        .args([
+            "-sv",
+            "-m",
+            "5",
+            "-H",
+            "Host: exact.example.com",
+            &url,
+            &url,
+        ])
+        .output()
+        .expect("curl");
+    assert_eq!(stdout(&out).matches("backend=exact").count(), 2);
+    let trace = stderr(&out);
+    assert!(trace.contains("Re-using existing connection"), "{trace}");
+    assert!(
+        !trace.to_ascii_lowercase().contains("< connection: close"),
+        "{trace}"
+    );
     // Ours got the node's address in status; the other class's did not.
     wait_until("status set", || {
         let ip = s.k(&[

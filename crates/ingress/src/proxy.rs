@@ -3,8 +3,11 @@
 //!
 //! - Endpoints are taken round-robin; a connection that cannot be made (or a
 //!   pooled one found closed before the request was sent) moves on to the next
-//!   endpoint, up to [`MAX_TRIES`]; a request already sent is never retried.
-//! - Backend connections are HTTP/1.1, kept alive in a small per-endpoint pool.
+//!   endpoint (cycling when there are fewer), [`MAX_TRIES`] attempts in all; a
+//!   request already sent is never retried.
+//! - Backend connections are HTTP/1.1, kept alive in a small per-endpoint pool;
+//!   hop-by-hop headers are dropped both ways, so a backend that closes each
+//!   connection does not close the client's.
 //! - `X-Forwarded-For` is the client's address (an incoming value is not
 //!   trusted, as ingress-nginx by default), `X-Forwarded-Proto`, `-Host`, `-Port`
 //!   describe the request as received.
@@ -36,7 +39,12 @@ use crate::router::Routed;
 
 /// Endpoints tried for one request.
 pub const MAX_TRIES: usize = 3;
+/// The last attempt's connect timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Earlier attempts give up sooner: a SYN dropped by a full accept queue is
+/// otherwise resent only after the kernel's 1 s retransmission timeout, and a new
+/// attempt (on the next endpoint, or the same one when it is the only one) is faster.
+const FIRST_CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
 /// Idle backend connections kept per endpoint.
 const POOL_PER_ENDPOINT: usize = 64;
 
@@ -91,8 +99,12 @@ impl Pool {
     }
 }
 
-async fn connect(addr: SocketAddr, upgrades: bool) -> Option<SendRequest<Incoming>> {
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+async fn connect(
+    addr: SocketAddr,
+    upgrades: bool,
+    limit: Duration,
+) -> Option<SendRequest<Incoming>> {
+    let stream = tokio::time::timeout(limit, TcpStream::connect(addr))
         .await
         .ok()?
         .ok()?;
@@ -170,7 +182,12 @@ impl Proxy {
         prepare(&mut req, &host, client, listener, upgrade);
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut req = Some(req);
-        for i in 0..endpoints.len().min(MAX_TRIES) {
+        for i in 0..MAX_TRIES {
+            let limit = if i + 1 == MAX_TRIES {
+                CONNECT_TIMEOUT
+            } else {
+                FIRST_CONNECT_TIMEOUT
+            };
             let addr = endpoints[(start + i) % endpoints.len()];
             // Pooled connections first, then a new one.
             loop {
@@ -179,7 +196,7 @@ impl Proxy {
                 let fresh = pooled.is_none();
                 let sender = match pooled {
                     Some(s) => Some(s),
-                    None => connect(addr, upgrade).await,
+                    None => connect(addr, upgrade, limit).await,
                 };
                 let Some(mut sender) = sender else {
                     debug!(%addr, service = %key.service, "endpoint refused the connection");
@@ -197,6 +214,11 @@ impl Proxy {
                             }
                         } else {
                             self.pool.give_back(addr, sender);
+                            // The backend's `Connection: close` is about its
+                            // connection to us, not the client's to us.
+                            for name in HOP_BY_HOP {
+                                resp.headers_mut().remove(*name);
+                            }
                         }
                         return resp.map(BodyExt::boxed);
                     }
