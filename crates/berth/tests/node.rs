@@ -776,6 +776,36 @@ fn pods_are_grouped_by_qos_class_under_berths_cgroup() {
         assert_eq!(read("cpu/cpu.cfs_quota_us"), quota, "{name}");
         assert_eq!(read("cpu/cpu.shares"), shares, "{name}");
     }
+    // The pod-level cgroups carry the pods' summed limits.
+    let own_cpu = own
+        .lines()
+        .find_map(|l| {
+            l.split_once(":cpu,cpuacct:")
+                .or_else(|| l.split_once(":cpu:"))
+        })
+        .map(|(_, p)| p.trim_end_matches('/').to_string());
+    if let (Some(mem_root), Some(cpu_root)) = (own_memory.clone(), own_cpu) {
+        for (name, dir, mem, quota, shares) in [
+            ("guaranteed", "berth", Some("67108864"), "20000", "204"),
+            ("burstable", "berth/burstable", None, "-1", "256"),
+            ("besteffort", "berth/besteffort", None, "-1", "2"),
+        ] {
+            let uid = jsonpath(&s, name, "{.metadata.uid}");
+            let read = |p: String| {
+                std::fs::read_to_string(&p)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            };
+            let cpu = format!("/sys/fs/cgroup/cpu{cpu_root}/{dir}/pod{uid}");
+            assert_eq!(read(format!("{cpu}/cpu.shares")), shares, "{name}");
+            assert_eq!(read(format!("{cpu}/cpu.cfs_quota_us")), quota, "{name}");
+            if let Some(m) = mem {
+                let memory = format!("/sys/fs/cgroup/memory{mem_root}/{dir}/pod{uid}");
+                assert_eq!(read(format!("{memory}/memory.limit_in_bytes")), m, "{name}");
+            }
+        }
+    }
     delete_all(&s);
 }
 

@@ -286,6 +286,16 @@ impl Worker {
             return false;
         }
         let cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
+        // The pod-level cgroup and its limits, before runc creates the sandbox in it.
+        let spec = pod.spec.clone().unwrap_or_default();
+        let limits = crate::cgroups::pod_limits(
+            spec.init_containers.as_deref().unwrap_or_default(),
+            &spec.containers,
+            podspec::qos(pod),
+        );
+        if let Err(e) = crate::cgroups::setup_pod_cgroup(podspec::qos(pod), &self.uid, &limits) {
+            warn!(pod = %self.uid, error = %e, "pod cgroup limits");
+        }
         let _ = std::fs::create_dir_all(&cfg.log_directory);
         match self.rt().run_sandbox(&cfg).await {
             Ok(id) => {
