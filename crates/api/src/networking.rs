@@ -429,6 +429,37 @@ mod tests {
     }
 
     #[test]
+    fn v1beta1_openapi_has_v1beta1_backends() {
+        let doc = crate::openapi::document("apis/networking.k8s.io/v1beta1").unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let backend = &schemas["io.k8s.api.networking.v1beta1.IngressBackend"]["properties"];
+        assert!(backend.get("service").is_none());
+        assert_eq!(backend["serviceName"]["type"], "string");
+        assert!(backend["servicePort"].to_string().contains("IntOrString"));
+        let spec = &schemas["io.k8s.api.networking.v1beta1.IngressSpec"]["properties"];
+        assert!(spec.get("backend").is_some() && spec.get("defaultBackend").is_none());
+        assert!(
+            schemas
+                .get("io.k8s.apimachinery.pkg.util.intstr.IntOrString")
+                .is_some()
+        );
+        assert!(
+            schemas
+                .get("io.k8s.api.networking.v1beta1.IngressServiceBackend")
+                .is_none()
+        );
+        assert!(
+            schemas
+                .get("io.k8s.api.networking.v1beta1.IngressClass")
+                .is_some()
+        );
+        assert!(
+            !doc.to_string().contains("io.k8s.api.networking.v1."),
+            "v1 names left in the v1beta1 document"
+        );
+    }
+
+    #[test]
     fn v1beta1_defaults() {
         let mut ing = json!({"spec": {"rules": [{"http": {"paths": [{"path": "/"}, {"path": "/x", "pathType": "Exact"}]}}]}});
         default_v1beta1("Ingress", &mut ing);

@@ -867,6 +867,15 @@ spec:
         beta["spec"]["rules"][0]["http"]["paths"][0]["backend"],
         serde_json::json!({"serviceName": "app", "servicePort": "http"})
     );
+    // kubectl explain reads v1beta1's own schema.
+    let explain = s.k(&[
+        "explain",
+        "ingress.spec.backend",
+        "--api-version=networking.k8s.io/v1beta1",
+    ]);
+    assert!(explain.contains("VERSION:    v1beta1"), "{explain}");
+    assert!(explain.contains("serviceName\t<string>"), "{explain}");
+    assert!(explain.contains("servicePort\t<IntOrString>"), "{explain}");
     // Discovery lists v1 first (preferred), then v1beta1.
     let versions = s.k(&["api-versions"]);
     assert!(versions.contains("networking.k8s.io/v1\n"), "{versions}");
