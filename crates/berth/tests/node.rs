@@ -339,6 +339,47 @@ fn pods_get_ips_and_reach_each_other() {
         |p| p == "Succeeded" || p == "Failed",
     );
     assert_eq!(phase, "Succeeded", "client could not reach {ip}");
+    // ClusterFirst pods resolve through the cluster DNS address; host-network
+    // pods share the node's network and report its IP.
+    apply(
+        &s,
+        &pod(
+            "dns",
+            "Never",
+            "busybox",
+            "grep -q 'nameserver 10.43.0.10' /etc/resolv.conf && grep -q 'search default.svc.cluster.local svc.cluster.local cluster.local' /etc/resolv.conf",
+            "",
+        ),
+    );
+    let hostnet = pod("hostnet", "Never", "busybox", "true", "").replace(
+        "  restartPolicy: Never\n",
+        "  restartPolicy: Never\n  hostNetwork: true\n",
+    );
+    apply(&s, &hostnet);
+    for p in ["dns", "hostnet"] {
+        let phase = wait_for(&s, p, "{.status.phase}", Duration::from_secs(30), |ph| {
+            ph == "Succeeded" || ph == "Failed"
+        });
+        assert_eq!(phase, "Succeeded", "{p}");
+    }
+    let node_ip = s.k(&[
+        "get",
+        "nodes",
+        "-o",
+        "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}",
+    ]);
+    assert_eq!(jsonpath(&s, "hostnet", "{.status.podIP}"), node_ip);
+    // The node lists its images (kubectl describe node, ImageLocality).
+    let images = s.k(&[
+        "get",
+        "nodes",
+        "-o",
+        "jsonpath={.items[0].status.images[*].names}",
+    ]);
+    assert!(
+        images.contains("docker.io/library/busybox:latest"),
+        "{images}"
+    );
     delete_all(&s);
 }
 

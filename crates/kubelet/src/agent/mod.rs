@@ -186,6 +186,11 @@ impl Agent {
             shared.clone(),
             probe_updates,
         )));
+        tasks.push(tokio::spawn(report_images(
+            client.clone(),
+            runtime.clone(),
+            cfg.node_name.clone(),
+        )));
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
@@ -434,5 +439,38 @@ async fn probe_updates_loop(
                 });
             }
         }
+    }
+}
+
+/// `status.images` of the Node (kubectl describe, the scheduler's ImageLocality),
+/// from the runtime's image list, patched when it changes (upstream caps it at 50).
+async fn report_images(client: Client, runtime: Arc<CriRuntime>, node: String) {
+    let nodes: Api<Node> = Api::all(client);
+    let mut last = serde_json::Value::Null;
+    loop {
+        if let Ok(mut images) = runtime.list_images().await {
+            images.sort_by(|a, b| b.size.cmp(&a.size));
+            let list: Vec<serde_json::Value> = images
+                .iter()
+                .take(50)
+                .map(|i| {
+                    let names: Vec<&String> =
+                        i.repo_digests.iter().chain(i.repo_tags.iter()).collect();
+                    json!({"names": names, "sizeBytes": i.size})
+                })
+                .collect();
+            let list = json!(list);
+            if list != last {
+                let patch = json!({"status": {"images": list}});
+                match nodes
+                    .patch_status(&node, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => last = list,
+                    Err(e) => warn!(error = %e, "node images status"),
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(30)).await;
     }
 }

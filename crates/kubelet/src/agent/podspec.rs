@@ -96,12 +96,16 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
     labels.insert(LABEL_POD_NAME.into(), name.into());
     labels.insert(LABEL_POD_NAMESPACE.into(), ns.into());
     labels.insert(LABEL_POD_UID.into(), uid.into());
-    let hostname = spec
-        .hostname
-        .clone()
-        .unwrap_or_else(|| name.chars().take(63).collect::<String>())
-        .trim_end_matches(['-', '.'])
-        .to_string();
+    // Host-network pods share the node's UTS namespace: no hostname of their own.
+    let hostname = if spec.host_network.unwrap_or(false) {
+        String::new()
+    } else {
+        spec.hostname
+            .clone()
+            .unwrap_or_else(|| name.chars().take(63).collect::<String>())
+            .trim_end_matches(['-', '.'])
+            .to_string()
+    };
     let port_mappings = spec
         .containers
         .iter()
@@ -311,7 +315,9 @@ mod tests {
             serde_json::json!({"hostNetwork": true, "containers": []}),
         ] {
             let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u"}, "spec": spec}));
-            assert!(sandbox_config(&ctx(), &p, 0).dns.is_none());
+            let cfg = sandbox_config(&ctx(), &p, 0);
+            assert!(cfg.dns.is_none());
+            assert_eq!(cfg.hostname.is_empty(), cfg.host_network);
         }
     }
 
