@@ -449,7 +449,7 @@ async fn report_images(client: Client, runtime: Arc<CriRuntime>, node: String) {
     let mut last = serde_json::Value::Null;
     loop {
         if let Ok(mut images) = runtime.list_images().await {
-            images.sort_by(|a, b| b.size.cmp(&a.size));
+            images.sort_by_key(|i| std::cmp::Reverse(i.size));
             let list: Vec<serde_json::Value> = images
                 .iter()
                 .take(50)
