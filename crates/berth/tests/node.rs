@@ -1286,3 +1286,59 @@ spec:
     );
     delete_all(&s);
 }
+
+#[test]
+#[ignore = "the API server rejects kubectl debug's pods/ephemeralcontainers patch as a pod update"]
+fn kubectl_debug_adds_an_ephemeral_container_sharing_the_target_pid_namespace() {
+    let (s, _g) = agent_server("node-debug");
+    apply(
+        &s,
+        &pod("target", "Always", "busybox", "exec sleep 3600", ""),
+    );
+    wait_for(
+        &s,
+        "target",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Running",
+    );
+    // The debug container sees the target's `sleep 3600` in its process list.
+    s.k(&[
+        "debug",
+        "target",
+        "--image=busybox",
+        "--target=c",
+        "--container=debugger",
+        "--",
+        "sh",
+        "-c",
+        "ps | grep -v grep | grep -q 'sleep 3600'",
+    ]);
+    let code = wait_for(
+        &s,
+        "target",
+        "{.status.ephemeralContainerStatuses[0].state.terminated.exitCode}",
+        Duration::from_secs(30),
+        |c| !c.is_empty(),
+    );
+    assert_eq!(
+        code, "0",
+        "the debug container did not see the target's processes"
+    );
+    assert_eq!(
+        jsonpath(&s, "target", "{.status.ephemeralContainerStatuses[0].name}"),
+        "debugger"
+    );
+    // It is never restarted, and the pod keeps running.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        jsonpath(
+            &s,
+            "target",
+            "{.status.ephemeralContainerStatuses[0].restartCount}"
+        ),
+        "0"
+    );
+    assert_eq!(jsonpath(&s, "target", "{.status.phase}"), "Running");
+    delete_all(&s);
+}

@@ -518,6 +518,17 @@ impl Worker {
                         Some(_) => {}
                     }
                 }
+                // Ephemeral containers (kubectl debug): started once, never restarted.
+                for (c, target) in ephemeral_containers(pod) {
+                    let v = views.get(&c.name).cloned().unwrap_or_default();
+                    if v.latest.is_none() {
+                        let target_id = target
+                            .and_then(|t| views.get(&t))
+                            .and_then(|t| t.latest.as_ref())
+                            .map(|t| t.id.clone());
+                        self.start_in(pod, &c, 0, false, target_id).await;
+                    }
+                }
             }
             if self.acted {
                 views = self.views().await;
@@ -687,6 +698,19 @@ impl Worker {
     }
 
     async fn start(&mut self, pod: &Pod, c: &Container, attempt: u32, init: bool) {
+        self.start_in(pod, c, attempt, init, None).await
+    }
+
+    /// Starts a container; `target` is the container whose PID namespace it
+    /// joins (ephemeral containers' targetContainerName).
+    async fn start_in(
+        &mut self,
+        pod: &Pod,
+        c: &Container,
+        attempt: u32,
+        init: bool,
+        target: Option<String>,
+    ) {
         self.acted = true;
         let Some((sandbox_id, sandbox_cfg)) = self.sandbox.clone() else {
             return;
@@ -731,7 +755,10 @@ impl Worker {
             command,
             args,
         ) {
-            Ok(cfg) => cfg,
+            Ok(mut cfg) => {
+                cfg.target_container_id = target;
+                cfg
+            }
             Err(e) => {
                 self.config_error(&cref, c, &e.to_string());
                 return;
@@ -894,6 +921,22 @@ impl Worker {
             },
             "containerStatuses": main_refs.iter().map(|(c, v)| status::container_status(c, v)).collect::<Vec<_>>(),
         });
+        let ephemeral: Vec<Value> = ephemeral_containers(pod)
+            .iter()
+            .map(|(c, _)| {
+                let mut v = views.get(&c.name).cloned().unwrap_or_default();
+                if let Some(w) = self.waiting.get(&c.name) {
+                    v.waiting = Some(w.clone());
+                }
+                let mut s = status::container_status(c, &v);
+                // Ephemeral containers have no readiness.
+                s["ready"] = json!(false);
+                s
+            })
+            .collect();
+        if !ephemeral.is_empty() {
+            st["ephemeralContainerStatuses"] = json!(ephemeral);
+        }
         if !init.is_empty() {
             st["initContainerStatuses"] = json!(
                 init_refs
@@ -1159,6 +1202,24 @@ impl Worker {
             Err(e) => warn!(pod = %name, error = %e, "confirming pod deletion failed"),
         }
     }
+}
+
+/// The pod's ephemeral containers as containers, with their target's name.
+fn ephemeral_containers(pod: &Pod) -> Vec<(Container, Option<String>)> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.ephemeral_containers.iter().flatten())
+        .filter_map(|e| {
+            let target = e.target_container_name.clone();
+            let mut v = serde_json::to_value(e).ok()?;
+            if let Some(o) = v.as_object_mut() {
+                o.remove("targetContainerName");
+            }
+            serde_json::from_value::<Container>(v)
+                .ok()
+                .map(|c| (c, target))
+        })
+        .collect()
 }
 
 #[cfg(test)]
