@@ -56,6 +56,9 @@ spec:
         image: busybox
         command: ["sh", "-c", "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www"]
         ports: [{name: http, containerPort: 8080}]
+        # A BestEffort pod's cgroup gets cpu.shares=2: starved by wrk and Berth,
+        # it would make both paths' figures depend on whatever else runs.
+        resources: {requests: {cpu: "1"}}
         readinessProbe:
           httpGet: {path: /index.html, port: http}
           periodSeconds: 1
