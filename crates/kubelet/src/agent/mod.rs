@@ -92,10 +92,19 @@ impl Agent {
         };
         let runtime =
             Arc::new(CriRuntime::connect(&socket).map_err(|e| Error::Runtime(e.to_string()))?);
-        let (rt_name, rt_version) = runtime
-            .version()
-            .await
-            .map_err(|e| Error::Runtime(format!("{}: {e}", socket.display())))?;
+        // containerd accepts on its socket before its CRI plugin is up
+        // ("server is not initialized yet"): ask until it answers.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let (rt_name, rt_version) = loop {
+            match runtime.version().await {
+                Ok(v) => break v,
+                Err(e) if std::time::Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "waiting for the container runtime");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(Error::Runtime(format!("{}: {e}", socket.display()))),
+            }
+        };
         info!(runtime = %rt_name, version = %rt_version, "container runtime ready");
         ensure_local_images(runtime.as_ref(), &socket, &cfg.dir.join("images")).await?;
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use berth_runtime::events::{EventType, Recorder};
-use chrono::{SecondsFormat, Utc};
+use chrono::Utc;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, ObjectReference, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
@@ -874,96 +874,13 @@ impl Worker {
                 v.waiting = None;
             }
         }
-        self.apply_probes(pod, init, containers, &mut views);
-        let empty = ContainerView::default();
-        let pair = |cs: &[Container]| -> Vec<(Container, ContainerView)> {
-            cs.iter()
-                .map(|c| {
-                    (
-                        c.clone(),
-                        views.get(&c.name).cloned().unwrap_or_else(|| empty.clone()),
-                    )
-                })
-                .collect()
-        };
-        let init_v = pair(init);
-        let main_v = pair(containers);
-        let init_refs: Vec<(&Container, &ContainerView)> =
-            init_v.iter().map(|(c, v)| (c, v)).collect();
-        let main_refs: Vec<(&Container, &ContainerView)> =
-            main_v.iter().map(|(c, v)| (c, v)).collect();
-        let phase = status::phase(&init_refs, &main_refs, restart_policy(pod));
-        let sandbox_ready = sandbox_ready && (phase != "Succeeded" && phase != "Failed");
-        let conditions = status::conditions(
-            sandbox_ready,
-            &init_refs,
-            &main_refs,
-            phase,
-            &status::previous_conditions(pod),
-            Utc::now(),
-        );
-        let start_time = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.start_time.as_ref())
-            .map(|t| t.0.to_string())
-            .unwrap_or_else(|| Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true));
-        let mut st = json!({
-            "phase": phase,
-            "conditions": conditions,
-            "hostIP": self.shared.host_ip,
-            "hostIPs": [{"ip": self.shared.host_ip}],
-            "startTime": start_time,
-            "qosClass": match podspec::qos(pod) {
-                crate::cgroups::Qos::Guaranteed => "Guaranteed",
-                crate::cgroups::Qos::Burstable => "Burstable",
-                crate::cgroups::Qos::BestEffort => "BestEffort",
-            },
-            "containerStatuses": main_refs.iter().map(|(c, v)| status::container_status(c, v)).collect::<Vec<_>>(),
-        });
-        let ephemeral: Vec<Value> = ephemeral_containers(pod)
-            .iter()
-            .map(|(c, _)| {
-                let mut v = views.get(&c.name).cloned().unwrap_or_default();
-                if let Some(w) = self.waiting.get(&c.name) {
-                    v.waiting = Some(w.clone());
-                }
-                let mut s = status::container_status(c, &v);
-                // Ephemeral containers have no readiness.
-                s["ready"] = json!(false);
-                s
-            })
-            .collect();
-        if !ephemeral.is_empty() {
-            st["ephemeralContainerStatuses"] = json!(ephemeral);
-        }
-        if !init.is_empty() {
-            st["initContainerStatuses"] = json!(
-                init_refs
-                    .iter()
-                    .map(|(c, v)| status::container_status(c, v))
-                    .collect::<Vec<_>>()
-            );
-        }
-        let host_network = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.host_network)
-            .unwrap_or(false);
-        let ips: Vec<String> = if host_network {
-            vec![self.shared.host_ip.clone()]
-        } else {
-            self.ips.clone()
-        };
-        if let Some(first) = ips.first() {
-            st["podIP"] = json!(first);
-            st["podIPs"] = json!(ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>());
-        }
+        let _ = (init, containers);
+        let typed = self.generated_status(pod, &views, sandbox_ready, false);
+        let phase = typed.phase.clone().unwrap_or_default();
+        let st = serde_json::to_value(&typed).unwrap_or_default();
         // Transition times change only with statuses, so an unchanged status
         // serialises identically and is not re-sent.
-        if let Ok(typed) = serde_json::from_value(st.clone()) {
-            self.shared.statuses.set(&self.uid, typed);
-        }
+        self.shared.statuses.set(&self.uid, typed);
         if self.last_patch.as_ref() != Some(&st) {
             let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), podspec::meta(pod).1);
             let name = podspec::meta(pod).0;
@@ -983,6 +900,73 @@ impl Worker {
             self.terminal = true;
             self.stop_sandboxes().await;
         }
+    }
+
+    /// The pod's status (`crate::status::generate`, upstream's
+    /// generateAPIPodStatus) from the runtime's instances, the start failures
+    /// this worker remembers, and the probe manager's results.
+    fn generated_status(
+        &self,
+        pod: &Pod,
+        views: &HashMap<String, ContainerView>,
+        sandbox_ready: bool,
+        terminal: bool,
+    ) -> k8s_openapi::api::core::v1::PodStatus {
+        use crate::status::{ObservedContainer, StartFailure, StatusInput};
+        let observed: Vec<ObservedContainer> = views
+            .values()
+            .flat_map(|v| v.latest.iter().chain(v.previous.iter()))
+            .map(|c| ObservedContainer::from_runtime(c, "containerd"))
+            .collect();
+        let running = |name: &str| {
+            views
+                .get(name)
+                .and_then(|v| v.latest.as_ref())
+                .is_some_and(|l| l.state == ContainerState::Running)
+        };
+        let failures: HashMap<String, StartFailure> = self
+            .waiting
+            .iter()
+            .filter(|(name, _)| !running(name))
+            .map(|(name, (reason, message))| {
+                (
+                    name.clone(),
+                    StartFailure {
+                        reason: reason.clone(),
+                        message: message.clone(),
+                    },
+                )
+            })
+            .collect();
+        let old = self
+            .shared
+            .statuses
+            .pod_status(&self.uid)
+            .or_else(|| pod.status.clone())
+            .unwrap_or_default();
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        let host_ips = vec![self.shared.host_ip.clone()];
+        let pod_ips = if host_network {
+            host_ips.clone()
+        } else {
+            self.ips.clone()
+        };
+        let input = StatusInput {
+            pod,
+            old: &old,
+            containers: &observed,
+            sandbox_ready,
+            pod_ips: &pod_ips,
+            host_ips: &host_ips,
+            start_failures: &failures,
+            terminal,
+            now: Utc::now(),
+        };
+        crate::status::generate(&input, &self.shared.probes)
     }
 
     /// `started`/`ready` of each container from the probe manager.
@@ -1128,38 +1112,10 @@ impl Worker {
         if pod.metadata.deletion_timestamp.is_none() {
             return;
         }
-        let spec = pod.spec.clone().unwrap_or_default();
         let views = self.views().await;
-        let statuses: Vec<Value> = spec
-            .containers
-            .iter()
-            .map(|c| status::container_status(c, &views.get(&c.name).cloned().unwrap_or_default()))
-            .collect();
-        let all_ok = views
-            .values()
-            .all(|v| v.latest.as_ref().is_none_or(|l| l.exit_code == 0));
-        let was_terminal = matches!(
-            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-            Some("Succeeded") | Some("Failed")
-        );
-        let mut st = json!({ "containerStatuses": statuses });
-        if !was_terminal {
-            st["phase"] = json!(if all_ok { "Succeeded" } else { "Failed" });
-        }
-        let now = Utc::now();
-        st["conditions"] = json!(
-            status::conditions(
-                false,
-                &[],
-                &[],
-                "Failed",
-                &status::previous_conditions(pod),
-                now
-            )
-            .into_iter()
-            .filter(|c| c["type"] != "Initialized")
-            .collect::<Vec<_>>()
-        );
+        // Terminal: no container runs again, so the phase is Succeeded or Failed.
+        let st = serde_json::to_value(self.generated_status(pod, &views, false, true))
+            .unwrap_or_default();
         let (name, ns, _) = podspec::meta(pod);
         let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
         let _ = api
