@@ -38,7 +38,12 @@ pub struct AgentCmd {
     #[arg(long, env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
     /// Folder for containerd, CNI state, pod volumes and logs.
-    #[arg(long, short = 'd', default_value = "/var/lib/berth", env = "BERTH_DATA_DIR")]
+    #[arg(
+        long,
+        short = 'd',
+        default_value = "/var/lib/berth",
+        env = "BERTH_DATA_DIR"
+    )]
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub agent: AgentArgs,

@@ -12,7 +12,13 @@ pub struct ImagesArgs {
     #[arg(long, global = true)]
     pub address: Option<PathBuf>,
     /// Berth's data dir (its containerd socket is <data-dir>/agent/containerd/containerd.sock).
-    #[arg(long, short = 'd', global = true, default_value = "/var/lib/berth", env = "BERTH_DATA_DIR")]
+    #[arg(
+        long,
+        short = 'd',
+        global = true,
+        default_value = "/var/lib/berth",
+        env = "BERTH_DATA_DIR"
+    )]
     pub data_dir: PathBuf,
 }
 
