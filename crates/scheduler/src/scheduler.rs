@@ -47,6 +47,55 @@ pub const CANDIDATES_ANNOTATION: &str = "scheduler.berth.dev/candidates";
 const MAX_CONCURRENT_BINDINGS: usize = 256;
 /// Events waiting to be written before new ones are dropped.
 const EVENT_QUEUE_CAPACITY: usize = 100_000;
+/// kube-scheduler writes events through a client limited to its
+/// clientConnection defaults (50 QPS, burst 100); Berth paces only the
+/// events that way, so a burst of bindings is not slowed by its own events.
+const EVENT_QPS: f64 = 50.0;
+const EVENT_BURST: f64 = 100.0;
+
+type PendingEvent = (Arc<Pod>, EventType, &'static str, String);
+
+/// Hands events to the recorder at most `EVENT_QPS` a second (token bucket).
+#[derive(Clone)]
+struct PacedEvents {
+    tx: tokio::sync::mpsc::Sender<PendingEvent>,
+}
+
+impl PacedEvents {
+    fn new(recorder: Recorder) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<PendingEvent>(EVENT_QUEUE_CAPACITY);
+        tokio::spawn(async move {
+            let mut tokens = EVENT_BURST;
+            let mut last = Instant::now();
+            while let Some((pod, type_, reason, message)) = rx.recv().await {
+                loop {
+                    let now = Instant::now();
+                    tokens = (tokens + now.duration_since(last).as_secs_f64() * EVENT_QPS)
+                        .min(EVENT_BURST);
+                    last = now;
+                    if tokens >= 1.0 {
+                        tokens -= 1.0;
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_secs_f64((1.0 - tokens) / EVENT_QPS)).await;
+                }
+                recorder.event(&*pod, type_, reason, message);
+            }
+        });
+        Self { tx }
+    }
+
+    /// Never blocks; beyond the backlog an event is dropped (as upstream's broadcaster does).
+    fn event(&self, pod: &Arc<Pod>, type_: EventType, reason: &'static str, message: String) {
+        if self
+            .tx
+            .try_send((pod.clone(), type_, reason, message))
+            .is_err()
+        {
+            debug!(reason, "event dropped: too many queued");
+        }
+    }
+}
 
 /// A Service's namespace and selector.
 type ServiceSelector = (String, BTreeMap<String, String>);
@@ -424,7 +473,7 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
     );
     let looper = Looper {
         client: client.clone(),
-        recorder,
+        recorder: PacedEvents::new(recorder),
         shared: shared.clone(),
         handle: Handle::current(),
         bindings: Arc::new(Semaphore::new(MAX_CONCURRENT_BINDINGS)),
@@ -547,7 +596,7 @@ fn on_pod_deleted(s: &Shared, key: &str) {
 /// The scheduling thread's state.
 struct Looper {
     client: kube::Client,
-    recorder: Recorder,
+    recorder: PacedEvents,
     shared: Arc<Shared>,
     handle: Handle,
     bindings: Arc<Semaphore>,
@@ -680,7 +729,7 @@ impl Looper {
                 let message = err.to_string();
                 debug!(pod = key, %message, "unschedulable");
                 self.recorder.event(
-                    &*pod,
+                    &pod,
                     EventType::Warning,
                     "FailedScheduling",
                     message.clone(),
@@ -732,7 +781,7 @@ impl Looper {
                 .await;
             match res {
                 Ok(_) => recorder.event(
-                    &*pod,
+                    &pod,
                     EventType::Normal,
                     "Scheduled",
                     format!("Successfully assigned {ns}/{name} to {host}"),
@@ -779,7 +828,7 @@ impl Looper {
                     Ok(_) => {
                         info!(victim = %format!("{ns}/{name}"), node = %n.node, "preempted");
                         recorder.event(
-                            &*v.pod,
+                            &v.pod,
                             EventType::Normal,
                             "Preempted",
                             preempted_message(&uid, &n.node),
