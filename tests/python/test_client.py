@@ -18,7 +18,8 @@ BERTH = os.environ.get("BERTH_BIN", os.path.join(ROOT, "target", "debug", "berth
 def api():
     data_dir = tempfile.mkdtemp(prefix="berth-py-")
     proc = subprocess.Popen(
-        [BERTH, "server", "--data-dir", data_dir, "--bind-address", "127.0.0.1", "--secure-port", "0"],
+        [BERTH, "server", "--data-dir", data_dir, "--bind-address", "127.0.0.1", "--secure-port", "0",
+         "--disable-agent", "--disable-ingress"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "BERTH_LOG": "warn"},

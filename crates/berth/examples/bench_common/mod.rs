@@ -34,6 +34,9 @@ impl BenchServer {
                 "127.0.0.1",
                 "--secure-port",
                 "0",
+                // Benchmarks measure the control plane: no containers, no ingress ports.
+                "--disable-agent",
+                "--disable-ingress",
                 "--data-dir",
             ])
             .arg(&data_dir)
