@@ -17,7 +17,9 @@ pub use meta::{
     validate_annotations, validate_finalizer_name, validate_label_selector, validate_labels,
     validate_object_meta, validate_object_meta_update,
 };
-pub use pod::{validate_pod_spec, validate_pod_template_spec};
+pub use pod::{
+    validate_ephemeral_containers_update, validate_pod_spec, validate_pod_template_spec,
+};
 
 /// Upstream's `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -391,6 +391,16 @@ impl Rest {
     /// Validation, after defaulting and the strategy's mutations; 422 with field causes.
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
         let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
+        self.invalid_if_any(rt, obj, errs)
+    }
+
+    /// 422 Invalid with field causes when `errs` is not empty.
+    fn invalid_if_any(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+        errs: Vec<berth_api::validation::FieldError>,
+    ) -> ApiResult<()> {
         if errs.is_empty() {
             return Ok(());
         }
@@ -834,7 +844,8 @@ impl Rest {
         let scope = match rp.subresource.as_deref() {
             None => UpdateScope::Main,
             Some("status") => UpdateScope::Status,
-            Some("ephemeralcontainers") | Some("resize") => UpdateScope::Main,
+            Some("ephemeralcontainers") if rp.rt.kind == "Pod" => UpdateScope::EphemeralContainers,
+            Some("resize") => UpdateScope::Main,
             Some("finalize") if rp.rt.kind == "Namespace" => UpdateScope::Finalize,
             Some(_) => return Err(ApiError::method_not_allowed()),
         };
@@ -862,7 +873,12 @@ impl Rest {
             if service_spec {
                 self.services.prepare_update(&mut new, &cur)?;
             }
-            self.validate(rt, &new, Some(&cur))?;
+            if matches!(scope, UpdateScope::EphemeralContainers) {
+                let errs = berth_api::validation::validate_ephemeral_containers_update(&new, &cur);
+                self.invalid_if_any(rt, &new, errs)?;
+            } else {
+                self.validate(rt, &new, Some(&cur))?;
+            }
             opts.managed.record(rt, Some(&cur), &mut new)?;
             let claims = if service_spec {
                 self.services.claim(&mut new, Some(&cur), dry_run).await?
@@ -881,7 +897,9 @@ impl Rest {
             match &written {
                 Ok(Some(v)) if is_service(rt) => {
                     let gone = objects::is_deleting(v) && objects::finalizers(v).is_empty();
-                    self.services.release_unused(&cur, (!gone).then_some(v)).await;
+                    self.services
+                        .release_unused(&cur, (!gone).then_some(v))
+                        .await;
                 }
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => self.services.undo(claims).await,

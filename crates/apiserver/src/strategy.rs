@@ -26,6 +26,8 @@ pub enum UpdateScope {
     Status,
     /// `namespaces/<name>/finalize`: only `spec.finalizers`.
     Finalize,
+    /// `pods/<name>/ephemeralcontainers`: only `spec.ephemeralContainers`.
+    EphemeralContainers,
 }
 
 /// Carries over from `old` what the endpoint may not change, and fixes up
@@ -72,22 +74,8 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             }
             *new = merged;
         }
-        UpdateScope::Finalize => {
-            let finalizers = new
-                .pointer("/spec/finalizers")
-                .cloned()
-                .unwrap_or_else(|| json!([]));
-            let rv = objects::resource_version(new).map(String::from);
-            let mut merged = old.clone();
-            if !merged["spec"].is_object() {
-                merged["spec"] = json!({});
-            }
-            merged["spec"]["finalizers"] = finalizers;
-            if let (Some(rv), Some(m)) = (rv, objects::meta_mut(&mut merged)) {
-                m.insert("resourceVersion".into(), json!(rv));
-            }
-            *new = merged;
-        }
+        UpdateScope::Finalize => keep_only_spec_field(new, old, "finalizers"),
+        UpdateScope::EphemeralContainers => keep_only_spec_field(new, old, "ephemeralContainers"),
     }
     if rt.kind == "Namespace" {
         namespace_name_label(new);
@@ -100,6 +88,26 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             new["status"]["qosClass"] = q;
         }
     }
+}
+
+/// A subresource that may change one spec field: `old` with `new`'s value of
+/// `spec.<field>` (absent → empty list) and `new`'s resourceVersion (the precondition).
+fn keep_only_spec_field(new: &mut Value, old: &Value, field: &str) {
+    let value = new
+        .get("spec")
+        .and_then(|s| s.get(field))
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let rv = objects::resource_version(new).map(String::from);
+    let mut merged = old.clone();
+    if !merged["spec"].is_object() {
+        merged["spec"] = json!({});
+    }
+    merged["spec"][field] = value;
+    if let (Some(rv), Some(m)) = (rv, objects::meta_mut(&mut merged)) {
+        m.insert("resourceVersion".into(), json!(rv));
+    }
+    *new = merged;
 }
 
 /// Every namespace carries `kubernetes.io/metadata.name`, set by the server.

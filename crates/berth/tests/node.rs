@@ -1288,7 +1288,6 @@ spec:
 }
 
 #[test]
-#[ignore = "the API server rejects kubectl debug's pods/ephemeralcontainers patch as a pod update"]
 fn kubectl_debug_adds_an_ephemeral_container_sharing_the_target_pid_namespace() {
     let (s, _g) = agent_server("node-debug");
     apply(

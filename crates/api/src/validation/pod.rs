@@ -94,6 +94,48 @@ pub(super) fn validate_pod(obj: &Value, old: Option<&Value>) -> Vec<FieldError> 
     errs
 }
 
+/// `pods/<name>/ephemeralcontainers` (upstream's ValidatePodEphemeralContainersUpdate):
+/// the new ephemeral containers are checked with the rest of the spec, a target must
+/// name one of the pod's containers, and existing ones may not be changed or removed.
+pub fn validate_ephemeral_containers_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let spec = new.get("spec").unwrap_or(&Value::Null);
+    let mut errs = validate_pod_spec(spec, "spec");
+    let targets: HashSet<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|f| super::jv::arr_at(spec, &[f]))
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    let new_ecs = super::jv::arr_at(spec, &["ephemeralContainers"]);
+    for (i, ec) in new_ecs.iter().enumerate() {
+        if let Some(t) = ec.get("targetContainerName").and_then(Value::as_str)
+            && !t.is_empty()
+            && !targets.contains(t)
+        {
+            errs.push(FieldError::not_found(
+                format!("spec.ephemeralContainers[{i}].targetContainerName"),
+                t,
+            ));
+        }
+    }
+    let old_spec = old.get("spec").unwrap_or(&Value::Null);
+    for old_ec in super::jv::arr_at(old_spec, &["ephemeralContainers"]) {
+        let name = old_ec.get("name").and_then(Value::as_str).unwrap_or("");
+        let kept = new_ecs
+            .iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(name));
+        let verb = match kept {
+            None => "removed",
+            Some(c) if c != old_ec => "changed",
+            Some(_) => continue,
+        };
+        errs.push(FieldError::forbidden(
+            "spec.ephemeralContainers",
+            format!("existing ephemeral containers \"{name}\" may not be {verb}\n"),
+        ));
+    }
+    errs
+}
+
 /// A PodTemplate object: its `template` is a PodTemplateSpec.
 pub(super) fn validate_pod_template(obj: &Value) -> Vec<FieldError> {
     match obj.get("template") {
@@ -1478,5 +1520,53 @@ mod tests {
             errs,
             vec!["spec.ephemeralContainers: Forbidden: cannot be set on create"]
         );
+    }
+
+    #[test]
+    fn ephemeral_containers_update() {
+        let ec = |name: &str, image: &str, target: Option<&str>| {
+            let mut c = json!({"name": name, "image": image, "imagePullPolicy": "Always", "terminationMessagePolicy": "File"});
+            if let Some(t) = target {
+                c["targetContainerName"] = json!(t);
+            }
+            c
+        };
+        let pod =
+            |ecs: Vec<Value>| json!({"spec": with(spec(), "/ephemeralContainers", json!(ecs))});
+        let old = pod(vec![ec("dbg", "busybox", None)]);
+        let app = spec()["containers"][0]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let cases: Vec<(&str, Value, Vec<String>)> = vec![
+            ("add one", pod(vec![ec("dbg", "busybox", None), ec("dbg2", "busybox", Some(&app))]), vec![]),
+            (
+                "unknown target",
+                pod(vec![ec("dbg", "busybox", None), ec("dbg2", "busybox", Some("nope"))]),
+                vec!["spec.ephemeralContainers[1].targetContainerName: Not found: \"nope\"".into()],
+            ),
+            (
+                "removed",
+                pod(vec![]),
+                vec!["spec.ephemeralContainers: Forbidden: existing ephemeral containers \"dbg\" may not be removed\n".into()],
+            ),
+            (
+                "changed",
+                pod(vec![ec("dbg", "busybox:2", None)]),
+                vec!["spec.ephemeralContainers: Forbidden: existing ephemeral containers \"dbg\" may not be changed\n".into()],
+            ),
+            (
+                "name taken by a container",
+                pod(vec![ec("dbg", "busybox", None), ec(&app, "busybox", None)]),
+                vec![format!("spec.ephemeralContainers[1].name: Duplicate value: \"{app}\"")],
+            ),
+        ];
+        for (what, new, want) in cases {
+            let got: Vec<String> = validate_ephemeral_containers_update(&new, &old)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            assert_eq!(got, want, "{what}");
+        }
     }
 }
