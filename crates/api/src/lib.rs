@@ -15,4 +15,5 @@ pub mod registry;
 pub mod selector;
 pub mod ssa;
 pub mod strategic;
+pub mod taints;
 pub mod validation;

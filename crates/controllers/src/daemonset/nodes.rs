@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
-    Taint, Toleration,
+    Toleration,
 };
 
 /// (key, effect) of the tolerations every daemon pod gets; the
@@ -97,28 +97,7 @@ pub fn target_node(spec: &PodSpec) -> Option<String> {
         .and_then(|f| f.values.as_ref()?.first().cloned())
 }
 
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty())
-        && e != taint.effect
-    {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or_default();
-    let op = t.operator.as_deref().unwrap_or("Equal");
-    if key.is_empty() {
-        return op == "Exists";
-    }
-    if key != taint.key {
-        return false;
-    }
-    match op {
-        "Exists" => true,
-        "Equal" | "" => {
-            t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    }
-}
+pub use berth_api::taints::tolerates;
 
 fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
     let vals = r.values.as_deref().unwrap_or_default();
@@ -222,7 +201,7 @@ pub fn should_run(template: &PodSpec, node: &Node) -> (bool, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::NodeSpec;
+    use k8s_openapi::api::core::v1::{NodeSpec, Taint};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn node(name: &str, labels: &[(&str, &str)], taints: &[(&str, &str, &str)]) -> Node {

@@ -7,30 +7,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
-/// Upstream's ToleratesTaint: an empty effect matches every effect; an empty
-/// key with `Exists` matches every key; `Exists` ignores the value, `Equal`
-/// (or no operator) compares it.
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    let effect = t.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or_default();
-    let op = t.operator.as_deref().unwrap_or("Equal");
-    if key.is_empty() {
-        return op == "Exists";
-    }
-    if key != taint.key {
-        return false;
-    }
-    match op {
-        "Exists" => true,
-        "Equal" | "" => {
-            t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    }
-}
+pub use berth_api::taints::tolerates;
 
 /// When a pod on a node with these NoExecute taints must go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

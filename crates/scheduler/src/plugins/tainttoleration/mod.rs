@@ -10,24 +10,7 @@ use crate::framework::{
 
 pub const NAME: &str = "TaintToleration";
 
-/// Upstream's `Toleration.ToleratesTaint`.
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    if let Some(e) = t.effect.as_deref()
-        && !e.is_empty()
-        && e != taint.effect
-    {
-        return false;
-    }
-    let key = t.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match t.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        "Equal" | "" => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-        _ => false,
-    }
-}
+pub use berth_api::taints::tolerates;
 
 fn tolerations(pod: &PodInfo) -> &[Toleration] {
     pod.pod
