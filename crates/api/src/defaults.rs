@@ -847,26 +847,19 @@ fn generate_job_selector(obj: &mut Value) {
     }
 }
 
-/// What admission plugins upstream enables by default add to a new Pod:
-/// the `default` service account (ServiceAccount), priority 0 with
-/// PreemptLowerPriority when no class is named (Priority, with no global
-/// default class), and 300 s tolerations for not-ready/unreachable nodes
-/// (DefaultTolerationSeconds). The projected token volume is not added here.
-pub fn admit_pod(pod: &mut Value) {
+/// What admission plugins upstream enables by default add to a new Pod: the
+/// `default` service account (ServiceAccount), the priority of its PriorityClass
+/// (Priority: [`admit_pod_priority`]) and 300 s tolerations for not-ready/unreachable
+/// nodes (DefaultTolerationSeconds). The projected token volume is not added here.
+/// `Err` is the Forbidden message of the Priority plugin.
+pub fn admit_pod(pod: &mut Value, priority_classes: &[Value]) -> Result<(), String> {
+    admit_pod_priority(pod, priority_classes)?;
     let Some(spec) = ensure_path(pod, &["spec"]) else {
-        return;
+        return Ok(());
     };
     default_if_empty(spec, "serviceAccountName", "default");
     if let Some(sa) = spec.get("serviceAccountName").cloned() {
         default_if_empty(spec, "serviceAccount", sa.as_str().unwrap_or("default"));
-    }
-    let has_class = spec
-        .get("priorityClassName")
-        .and_then(Value::as_str)
-        .is_some_and(|c| !c.is_empty());
-    if !has_class {
-        default_if_absent(spec, "priority", json!(0));
-        default_if_absent(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
     let tolerations = match spec.get_mut("tolerations") {
         Some(Value::Array(t)) => t,
@@ -874,10 +867,10 @@ pub fn admit_pod(pod: &mut Value) {
             spec.insert("tolerations".into(), json!([]));
             match spec.get_mut("tolerations") {
                 Some(Value::Array(t)) => t,
-                _ => return,
+                _ => return Ok(()),
             }
         }
-        Some(_) => return,
+        Some(_) => return Ok(()),
     };
     for key in [
         "node.kubernetes.io/not-ready",
@@ -898,6 +891,69 @@ pub fn admit_pod(pod: &mut Value) {
             }));
         }
     }
+    Ok(())
+}
+
+/// Upstream's Priority admission on pod create: a named PriorityClass gives
+/// `priority` and `preemptionPolicy`; without a name the global default class (the
+/// lowest-valued one if several) does, else priority 0. A pod may not carry values
+/// that differ from its class's.
+pub fn admit_pod_priority(pod: &mut Value, classes: &[Value]) -> Result<(), String> {
+    let Some(spec) = ensure_path(pod, &["spec"]) else {
+        return Ok(());
+    };
+    let value = |c: &Value| c.get("value").and_then(Value::as_i64).unwrap_or(0);
+    let policy = |c: &Value| {
+        c.get("preemptionPolicy")
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let named = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(String::from);
+    let (priority, preemption) = match named {
+        Some(name) => {
+            let class = classes
+                .iter()
+                .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(&name))
+                .ok_or_else(|| format!("no PriorityClass with name {name} was found"))?;
+            (value(class), policy(class))
+        }
+        None => {
+            let default = classes
+                .iter()
+                .filter(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true))
+                .min_by_key(|c| value(c));
+            match default {
+                Some(c) => {
+                    let name = c.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+                    spec.insert("priorityClassName".into(), name);
+                    (value(c), policy(c))
+                }
+                None => (0, None),
+            }
+        }
+    };
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != priority
+    {
+        return Err(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name"
+        ));
+    }
+    spec.insert("priority".into(), json!(priority));
+    let preemption = preemption.unwrap_or_else(|| "PreemptLowerPriority".into());
+    if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
+        && given != preemption
+    {
+        return Err(format!(
+            "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {preemption} from the given PriorityClass name"
+        ));
+    }
+    spec.insert("preemptionPolicy".into(), json!(preemption));
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

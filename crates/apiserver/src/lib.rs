@@ -256,8 +256,48 @@ pub async fn compactor(store: Arc<dyn Store>, interval: std::time::Duration) {
     }
 }
 
-/// Creates the system namespaces when missing.
+/// Upstream's built-in PriorityClasses (name, value, description).
+const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
+
+/// Creates the system namespaces and PriorityClasses when missing.
 async fn bootstrap(rest: &rest::Rest) -> Result<()> {
+    let pc_rt = berth_api::registry::lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        .context("priorityclasses not registered")?;
+    let pc_rp = request::ResourcePath {
+        rt: pc_rt,
+        namespace: None,
+        name: None,
+        subresource: None,
+        legacy_watch: false,
+    };
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        if rest
+            .store
+            .get(&objects::key(pc_rt, None, name))
+            .await?
+            .is_some()
+        {
+            continue;
+        }
+        let body = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": description});
+        match rest.create(&pc_rp, body, &request::Query::default()).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => anyhow::bail!("creating PriorityClass {name}: {e}"),
+        }
+    }
     let rt =
         berth_api::registry::lookup("", "v1", "namespaces").context("namespaces not registered")?;
     let rp = request::ResourcePath {

@@ -182,7 +182,13 @@ impl Rest {
 
     /// Every IngressClass, as stored (for the DefaultIngressClass admission step).
     async fn ingress_classes(&self) -> ApiResult<Vec<Value>> {
-        let Some(rt) = registry::lookup("networking.k8s.io", "v1", "ingressclasses") else {
+        self.all_stored("networking.k8s.io", "v1", "ingressclasses")
+            .await
+    }
+
+    /// Every stored object of a cluster-scoped resource (admission reads classes).
+    async fn all_stored(&self, group: &str, version: &str, plural: &str) -> ApiResult<Vec<Value>> {
+        let Some(rt) = registry::lookup(group, version, plural) else {
             return Ok(Vec::new());
         };
         let resp = self
@@ -491,7 +497,13 @@ impl Rest {
         // Upstream's order: defaulting (decode), mutating admission, strategy, validation.
         berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
         if rt.kind == "Pod" {
-            berth_api::defaults::admit_pod(&mut obj);
+            let classes = self
+                .all_stored("scheduling.k8s.io", "v1", "priorityclasses")
+                .await?;
+            berth_api::defaults::admit_pod(&mut obj, &classes).map_err(|m| {
+                let name = objects::name(&obj).unwrap_or("");
+                ApiError::forbidden(format!("pods \"{name}\" is forbidden: {m}"))
+            })?;
         }
         if (rt.group, rt.kind) == ("networking.k8s.io", "Ingress") {
             // DefaultIngressClass admission.

@@ -464,3 +464,61 @@ fn etcd_backend_serves_kubectl() {
     drop(s);
     drop(etcd);
 }
+
+/// Priority admission as upstream: built-in system classes, a named class sets
+/// `priority`, a missing class or a conflicting value is Forbidden.
+#[test]
+fn priority_classes_and_admission() {
+    let s = Server::start_with(
+        common::temp_dir("prio"),
+        &["--disable-scheduler", "--disable-controller-manager"],
+    );
+    let pcs = s.k(&["get", "priorityclasses", "-o", "name"]);
+    for pc in ["system-cluster-critical", "system-node-critical"] {
+        assert!(
+            pcs.contains(&format!("priorityclass.scheduling.k8s.io/{pc}")),
+            "{pcs}"
+        );
+    }
+    s.k(&["create", "priorityclass", "high", "--value=1000"]);
+    let pod = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{extra}  containers:\n  - name: c\n    image: busybox\n"
+        )
+    };
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&pod("hi", "  priorityClassName: high\n")),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        s.k(&["get", "pod", "hi", "-o", "jsonpath={.spec.priority}"]),
+        "1000"
+    );
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&pod("none", "")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        s.k(&["get", "pod", "none", "-o", "jsonpath={.spec.priority}"]),
+        "0"
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&pod("bad", "  priorityClassName: nope\n")),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out)
+            .contains("pods \"bad\" is forbidden: no PriorityClass with name nope was found"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&pod("lie", "  priorityClassName: high\n  priority: 5\n")),
+    );
+    assert!(
+        stderr(&out).contains("the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"),
+        "{}",
+        stderr(&out)
+    );
+}

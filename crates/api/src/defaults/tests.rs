@@ -602,7 +602,7 @@ fn malformed_objects_never_panic() {
     }
     for j in &junk {
         let mut o = j.clone();
-        admit_pod(&mut o);
+        let _ = admit_pod(&mut o, &[]);
     }
 }
 
@@ -680,7 +680,7 @@ fn prepare_for_update_cases() {
 #[test]
 fn admit_pod_adds_admission_defaults() {
     let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
-    admit_pod(&mut pod);
+    admit_pod(&mut pod, &[]).unwrap();
     assert_eq!(
         pod,
         json!({"spec": {
@@ -697,12 +697,97 @@ fn admit_pod_adds_admission_defaults() {
     );
     let mut tolerant = json!({"spec": {"serviceAccountName": "builder", "priorityClassName": "high",
         "tolerations": [{"operator": "Exists"}]}});
-    admit_pod(&mut tolerant);
+    let high = json!({"metadata": {"name": "high"}, "value": 1000});
+    admit_pod(&mut tolerant, &[high]).unwrap();
     assert_eq!(
         tolerant,
         json!({"spec": {"serviceAccountName": "builder", "serviceAccount": "builder", "priorityClassName": "high",
+            "priority": 1000, "preemptionPolicy": "PreemptLowerPriority",
             "tolerations": [{"operator": "Exists"}]}})
     );
+}
+
+/// (priorityClassName, priority, preemptionPolicy) after admission, or the error.
+type Outcome = Result<(Option<&'static str>, i64, &'static str), &'static str>;
+
+#[test]
+fn priority_admission() {
+    let classes = [
+        json!({"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"}),
+        json!({"metadata": {"name": "low-default"}, "value": 10, "globalDefault": true}),
+        json!({"metadata": {"name": "mid-default"}, "value": 50, "globalDefault": true}),
+    ];
+    let spec = |extra: Value| {
+        let mut p = json!({"spec": {"containers": [{"name": "c"}]}});
+        if let (Some(s), Some(e)) = (p["spec"].as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        p
+    };
+    let cases: Vec<(&str, Value, &[Value], Outcome)> = vec![
+        (
+            "no classes",
+            spec(json!({})),
+            &[],
+            Ok((None, 0, "PreemptLowerPriority")),
+        ),
+        (
+            "named",
+            spec(json!({"priorityClassName": "high"})),
+            &classes,
+            Ok((Some("high"), 1000, "Never")),
+        ),
+        (
+            "global default, lowest wins",
+            spec(json!({})),
+            &classes,
+            Ok((Some("low-default"), 10, "PreemptLowerPriority")),
+        ),
+        (
+            "missing class",
+            spec(json!({"priorityClassName": "nope"})),
+            &classes,
+            Err("no PriorityClass with name nope was found"),
+        ),
+        (
+            "priority given",
+            spec(json!({"priorityClassName": "high", "priority": 5})),
+            &classes,
+            Err(
+                "the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name",
+            ),
+        ),
+        (
+            "same priority given",
+            spec(json!({"priorityClassName": "high", "priority": 1000})),
+            &classes,
+            Ok((Some("high"), 1000, "Never")),
+        ),
+        (
+            "policy given",
+            spec(json!({"priorityClassName": "high", "preemptionPolicy": "PreemptLowerPriority"})),
+            &classes,
+            Err(
+                "the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name",
+            ),
+        ),
+    ];
+    for (what, mut pod, classes, want) in cases {
+        let got = admit_pod_priority(&mut pod, classes).map(|()| {
+            (
+                pod["spec"]["priorityClassName"].as_str().map(String::from),
+                pod["spec"]["priority"].as_i64().unwrap_or(-1),
+                pod["spec"]["preemptionPolicy"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        });
+        let want = want
+            .map(|(n, p, pol)| (n.map(String::from), p, pol.to_string()))
+            .map_err(String::from);
+        assert_eq!(got, want, "{what}");
+    }
 }
 
 #[test]
