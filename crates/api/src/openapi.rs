@@ -380,11 +380,12 @@ const RENAMED_PACKAGES: &[(&str, &str, &str, &str)] = &[
         "io.k8s.api.networking.v1beta1.",
     ),
     (
-    "autoscaling",
-    "v2beta2",
-    "io.k8s.api.autoscaling.v2.",
-    "io.k8s.api.autoscaling.v2beta2.",
-)];
+        "autoscaling",
+        "v2beta2",
+        "io.k8s.api.autoscaling.v2.",
+        "io.k8s.api.autoscaling.v2beta2.",
+    ),
+];
 
 fn renamed_package(group: &str, version: &str) -> Option<(&'static str, &'static str)> {
     RENAMED_PACKAGES

@@ -138,7 +138,11 @@ struct ServerArgs {
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
-    #[arg(long, alias = "service-cluster-ip-range", default_value = "10.43.0.0/16")]
+    #[arg(
+        long,
+        alias = "service-cluster-ip-range",
+        default_value = "10.43.0.0/16"
+    )]
     service_cidr: berth_apiserver::alloc::Cidr,
     /// The range NodePort Services' node ports come from.
     #[arg(long, default_value = "30000-32767")]
