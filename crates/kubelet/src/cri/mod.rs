@@ -430,13 +430,21 @@ mod real {
         let cfg = ContainerdConfig::new(&dir.join("agent"), crate::images::PAUSE_IMAGE);
         std::fs::create_dir_all(&cfg.cni_conf_dir).unwrap();
         let proc = ContainerdProcess::start(&cfg).await.unwrap().unwrap();
-        for a in crate::images::build_local(&dir.join("images")).await.unwrap() {
+        for a in crate::images::build_local(&dir.join("images"))
+            .await
+            .unwrap()
+        {
             crate::images::import(&proc.socket, &a).await.unwrap();
         }
         let rt = CriRuntime::connect(&proc.socket).unwrap();
         let (name, _) = rt.version().await.unwrap();
         assert_eq!(name, "containerd");
-        assert!(rt.image_status(crate::images::BUSYBOX_IMAGE).await.unwrap().is_some());
+        assert!(
+            rt.image_status(crate::images::BUSYBOX_IMAGE)
+                .await
+                .unwrap()
+                .is_some()
+        );
         let missing = rt.pull_image("docker.io/library/nope:1").await;
         assert!(missing.is_err(), "{missing:?}");
         let sb_cfg = SandboxConfig {
