@@ -74,11 +74,12 @@ fn status_error(what: &str, s: tonic::Status) -> RuntimeError {
     }
 }
 
-/// A missing sandbox/container on removal is success (idempotent cleanup).
-fn ignore_not_found(r: RuntimeResult<()>) -> RuntimeResult<()> {
-    match r {
-        Err(RuntimeError::NotFound(_)) => Ok(()),
-        other => other,
+/// A stop/remove call is done when it succeeded or the object is already gone
+/// (idempotent cleanup).
+fn done<T>(what: &str, r: Result<tonic::Response<T>, tonic::Status>) -> RuntimeResult<()> {
+    match r.map_err(|e| status_error(what, e)) {
+        Ok(_) | Err(RuntimeError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
@@ -112,28 +113,26 @@ impl Runtime for CriRuntime {
     }
 
     async fn stop_sandbox(&self, id: &str) -> RuntimeResult<()> {
-        ignore_not_found(
+        done(
+            id,
             self.runtime
                 .clone()
                 .stop_pod_sandbox(cri::StopPodSandboxRequest {
                     pod_sandbox_id: id.into(),
                 })
-                .await
-                .map(|_| ())
-                .map_err(|e| status_error(id, e)),
+                .await,
         )
     }
 
     async fn remove_sandbox(&self, id: &str) -> RuntimeResult<()> {
-        ignore_not_found(
+        done(
+            id,
             self.runtime
                 .clone()
                 .remove_pod_sandbox(cri::RemovePodSandboxRequest {
                     pod_sandbox_id: id.into(),
                 })
-                .await
-                .map(|_| ())
-                .map_err(|e| status_error(id, e)),
+                .await,
         )
     }
 
@@ -208,26 +207,18 @@ impl Runtime for CriRuntime {
         });
         // The runtime waits `grace` before SIGKILL; give the call room beyond it.
         req.set_timeout(grace + CALL_TIMEOUT);
-        ignore_not_found(
-            self.runtime
-                .clone()
-                .stop_container(req)
-                .await
-                .map(|_| ())
-                .map_err(|e| status_error(id, e)),
-        )
+        done(id, self.runtime.clone().stop_container(req).await)
     }
 
     async fn remove_container(&self, id: &str) -> RuntimeResult<()> {
-        ignore_not_found(
+        done(
+            id,
             self.runtime
                 .clone()
                 .remove_container(cri::RemoveContainerRequest {
                     container_id: id.into(),
                 })
-                .await
-                .map(|_| ())
-                .map_err(|e| status_error(id, e)),
+                .await,
         )
     }
 
@@ -348,16 +339,10 @@ impl Runtime for CriRuntime {
     }
 
     async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
-        ignore_not_found(
-            self.images
-                .clone()
-                .remove_image(cri::RemoveImageRequest {
-                    image: Some(convert::image_spec(image)),
-                })
-                .await
-                .map(|_| ())
-                .map_err(|e| status_error(image, e)),
-        )
+        let request = cri::RemoveImageRequest {
+            image: Some(convert::image_spec(image)),
+        };
+        done(image, self.images.clone().remove_image(request).await)
     }
 
     async fn exec(
