@@ -555,6 +555,9 @@ spec:
     assert!(events.contains("ServiceNotFound"), "{events}");
     // A resource backend (accepted by the API) and a rule an older Ingress
     // already serves: events on the newer Ingress, the rest keeps serving.
+    // creationTimestamp has whole seconds and a tie goes to the smaller name
+    // ("newer" < "web"): make sure "newer" really is created later.
+    std::thread::sleep(Duration::from_millis(1100));
     apply(
         &s,
         "apiVersion: networking.k8s.io/v1
