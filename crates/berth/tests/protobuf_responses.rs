@@ -80,7 +80,11 @@ fn deployment(name: &str) -> Value {
 
 #[test]
 fn objects_lists_errors_and_watches_in_protobuf() {
-    let s = Server::start("protobuf-responses");
+    // No controllers: the Deployment's resourceVersion must stay the one the POST returned.
+    let s = Server::start_with(
+        common::temp_dir("protobuf-responses"),
+        &["--disable-controller-manager", "--disable-scheduler"],
+    );
     let deploys = "/apis/apps/v1/namespaces/default/deployments";
     let (code, body) = s.request(
         "POST",
