@@ -371,6 +371,45 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
+/// Upstream's deprecation warning for a served version that upstream has since
+/// removed (sent as a `Warning` header on every request to it, as upstream's
+/// handlers do for deprecated versions).
+pub fn deprecation_warning(rt: &ResourceType) -> Option<String> {
+    // (group, version, kind, deprecated in, removed in, replacement group/version)
+    const DEPRECATED: &[(&str, &str, &str, &str, &str, &str)] = &[
+        (
+            "networking.k8s.io",
+            "v1beta1",
+            "Ingress",
+            "1.19",
+            "1.22",
+            "networking.k8s.io/v1",
+        ),
+        (
+            "networking.k8s.io",
+            "v1beta1",
+            "IngressClass",
+            "1.19",
+            "1.22",
+            "networking.k8s.io/v1",
+        ),
+        (
+            "autoscaling",
+            "v2beta2",
+            "HorizontalPodAutoscaler",
+            "1.23",
+            "1.26",
+            "autoscaling/v2",
+        ),
+    ];
+    DEPRECATED
+        .iter()
+        .find(|(g, v, k, ..)| (*g, *v, *k) == (rt.group, rt.version, rt.kind))
+        .map(|(g, v, k, dep, rem, to)| {
+            format!("{g}/{v} {k} is deprecated in v{dep}+, unavailable in v{rem}+; use {to} {k}")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,5 +464,35 @@ mod tests {
         assert_eq!(lookup_kind("", "v1", "Pod").unwrap().plural, "pods");
         assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
         assert_eq!(split_api_version("v1"), ("", "v1"));
+    }
+
+    #[test]
+    fn deprecated_versions_warn_as_upstream() {
+        let cases = [
+            (
+                ("networking.k8s.io", "v1beta1", "ingresses"),
+                Some(
+                    "networking.k8s.io/v1beta1 Ingress is deprecated in v1.19+, unavailable in v1.22+; use networking.k8s.io/v1 Ingress",
+                ),
+            ),
+            (
+                ("networking.k8s.io", "v1beta1", "ingressclasses"),
+                Some(
+                    "networking.k8s.io/v1beta1 IngressClass is deprecated in v1.19+, unavailable in v1.22+; use networking.k8s.io/v1 IngressClass",
+                ),
+            ),
+            (
+                ("autoscaling", "v2beta2", "horizontalpodautoscalers"),
+                Some(
+                    "autoscaling/v2beta2 HorizontalPodAutoscaler is deprecated in v1.23+, unavailable in v1.26+; use autoscaling/v2 HorizontalPodAutoscaler",
+                ),
+            ),
+            (("networking.k8s.io", "v1", "ingresses"), None),
+            (("", "v1", "pods"), None),
+        ];
+        for ((g, v, plural), want) in cases {
+            let rt = lookup(g, v, plural).expect(plural);
+            assert_eq!(deprecation_warning(rt).as_deref(), want, "{g}/{v} {plural}");
+        }
     }
 }

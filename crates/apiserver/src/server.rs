@@ -171,10 +171,17 @@ pub async fn handle(
     let resp = if user.is_none() && !is_public(&path) {
         error_response(&ApiError::unauthorized(), &accept)
     } else {
-        match route(&state, req, &mut labels).await {
+        let mut resp = match route(&state, req, &mut labels).await {
             Ok(r) => r,
             Err(e) => error_response(&e, &accept),
+        };
+        if let Some(w) =
+            berth_api::registry::lookup(&labels.group, &labels.version, &labels.resource)
+                .and_then(berth_api::registry::deprecation_warning)
+        {
+            add_warnings(&mut resp, &[w]);
         }
+        resp
     };
     labels.code = resp.status().as_u16().to_string();
     debug!(method = %method, path = %path, code = %labels.code, ms = started.elapsed().as_millis() as u64, "request");

@@ -25,6 +25,20 @@ pub struct AgentArgs {
     pub cluster_domain: String,
 }
 
+/// Ingress controller flags (it runs on every node, as k3s's Traefik).
+#[derive(clap::Args, Debug, Clone)]
+pub struct IngressArgs {
+    /// Do not run the ingress controller (Ingresses of `berth.dev/ingress` classes).
+    #[arg(long)]
+    pub disable_ingress: bool,
+    /// The port the ingress controller serves HTTP on, on every address of the node.
+    #[arg(long, default_value_t = 80)]
+    pub ingress_http_port: u16,
+    /// The port the ingress controller serves HTTPS on.
+    #[arg(long, default_value_t = 443)]
+    pub ingress_https_port: u16,
+}
+
 /// `berth agent`: join a server as a node.
 #[derive(clap::Args, Debug)]
 pub struct AgentCmd {
@@ -47,6 +61,8 @@ pub struct AgentCmd {
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub agent: AgentArgs,
+    #[command(flatten)]
+    pub ingress: IngressArgs,
 }
 
 fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfig {

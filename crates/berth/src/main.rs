@@ -124,15 +124,8 @@ struct ServerArgs {
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
-    /// Do not run the ingress controller (Ingresses of `berth.dev/ingress` classes).
-    #[arg(long)]
-    disable_ingress: bool,
-    /// The port the ingress controller serves HTTP on, on every address of the node.
-    #[arg(long, default_value_t = 80)]
-    ingress_http_port: u16,
-    /// The port the ingress controller serves HTTPS on.
-    #[arg(long, default_value_t = 443)]
-    ingress_https_port: u16,
+    #[command(flatten)]
+    ingress: agent::IngressArgs,
     #[command(flatten)]
     agent: agent::AgentArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
@@ -284,9 +277,9 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "kubelet").await?;
         Some(agent::start(client, &args.agent, &args.data_dir).await?)
     };
-    if !args.disable_ingress {
-        let ports = (args.ingress_http_port, args.ingress_https_port);
-        start_ingress(&kubeconfig, ports, args.agent.node_name.clone()).await?;
+    if !args.ingress.disable_ingress {
+        let client = client_from(&kubeconfig, "berth-ingress").await?;
+        start_ingress(client, &args.ingress, args.agent.node_name.clone()).await;
     }
     shutdown_signal().await;
     info!("shutting down");
@@ -339,11 +332,8 @@ where
 
 /// Binds the ingress ports and runs the ingress controller. Ports that cannot be
 /// bound (80/443 need privileges) are reported and the server goes on without it.
-async fn start_ingress(
-    kubeconfig: &std::path::Path,
-    (http_port, https_port): (u16, u16),
-    node_name: Option<String>,
-) -> Result<()> {
+async fn start_ingress(client: kube::Client, args: &agent::IngressArgs, node_name: Option<String>) {
+    let (http_port, https_port) = (args.ingress_http_port, args.ingress_https_port);
     let any = std::net::IpAddr::from([0, 0, 0, 0]);
     let node_address = berth_kubelet::agent::machine::host_ipv4()
         .map(std::net::IpAddr::from)
@@ -358,19 +348,17 @@ async fn start_ingress(
         Ok(l) => l,
         Err(e) => {
             tracing::error!(error = %e, "ingress controller not started (--disable-ingress, or --ingress-http-port/--ingress-https-port)");
-            return Ok(());
+            return;
         }
     };
     if let (Some(h), Some(s)) = (listeners.http_addr(), listeners.https_addr()) {
         println!("Ingress at http://{h} and https://{s}");
     }
-    let client = client_from(kubeconfig, "berth-ingress").await?;
     tokio::spawn(async move {
         if let Err(e) = berth_ingress::run(client, cfg, listeners).await {
             tracing::error!(error = %e, "ingress controller stopped");
         }
     });
-    Ok(())
 }
 
 fn start_simulator(client: kube::Client, count: usize, name_prefix: String, first_index: usize) {
@@ -397,7 +385,10 @@ async fn sim(args: SimArgs) -> Result<()> {
 
 async fn run_agent(args: agent::AgentCmd) -> Result<()> {
     let client = agent::client(&args).await?;
-    let a = agent::start(client, &args.agent, &args.data_dir).await?;
+    let a = agent::start(client.clone(), &args.agent, &args.data_dir).await?;
+    if !args.ingress.disable_ingress {
+        start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
+    }
     shutdown_signal().await;
     a.shutdown().await;
     Ok(())

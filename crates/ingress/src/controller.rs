@@ -1,15 +1,18 @@
 //! Watches the objects routing depends on and rebuilds the snapshot after every
 //! change (debounced), reports problems as Warning events on the Ingress (each
 //! once while it lasts), and sets `status.loadBalancer.ingress` of served
-//! Ingresses to the node's address.
+//! Ingresses to the addresses of every node serving them: each controller
+//! annotates its own Node with its address ([`model::NODE_ADDRESS_ANNOTATION`])
+//! and all of them derive the same list from the Nodes.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use berth_runtime::events::{EventSource, EventType, Recorder};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::{Api, Patch, PatchParams};
@@ -61,6 +64,7 @@ struct Stores {
     services: Store<Service>,
     slices: Store<EndpointSlice>,
     secrets: Store<Secret>,
+    nodes: Store<Node>,
 }
 
 impl Stores {
@@ -70,6 +74,7 @@ impl Stores {
             && self.services.wait_until_ready().await.is_ok()
             && self.slices.wait_until_ready().await.is_ok()
             && self.secrets.wait_until_ready().await.is_ok()
+            && self.nodes.wait_until_ready().await.is_ok()
     }
 }
 
@@ -82,6 +87,7 @@ pub async fn run(client: kube::Client, cfg: Config, shared: Arc<Shared>) {
         services: watch(&client, changed.clone()),
         slices: watch(&client, changed.clone()),
         secrets: watch(&client, changed.clone()),
+        nodes: watch(&client, changed.clone()),
     };
     if !stores.ready().await {
         warn!("ingress controller: watches never became ready");
@@ -118,11 +124,15 @@ pub async fn run(client: kube::Client, cfg: Config, shared: Arc<Shared>) {
             }
         }
         reported = problems;
-        for (ns, name) in &served {
+        let nodes = stores.nodes.state();
+        annotate_own_node(&client, &nodes, &cfg).await;
+        let addresses = model::serving_addresses(&nodes, &cfg.node_name, cfg.node_address);
+        // Until this node's annotation is seen there is nothing sure to report.
+        for (ns, name) in served.iter().filter(|_| !addresses.is_empty()) {
             if let Some(ing) = find(&ingresses, ns, name)
-                && !model::status_is(ing, cfg.node_address)
+                && !model::status_is(ing, &addresses)
             {
-                set_status(&client, ns, name, &cfg).await;
+                set_status(&client, ns, name, &addresses).await;
             }
         }
         changed.notified().await;
@@ -136,9 +146,42 @@ fn find<'a>(ingresses: &'a [Arc<Ingress>], ns: &str, name: &str) -> Option<&'a A
     })
 }
 
-async fn set_status(client: &kube::Client, ns: &str, name: &str, cfg: &Config) {
+/// Puts this node's serving address on its Node (when the Node exists: a server
+/// without a node agent has none).
+async fn annotate_own_node(client: &kube::Client, nodes: &[Arc<Node>], cfg: &Config) {
+    let Some(own) = nodes
+        .iter()
+        .find(|n| n.metadata.name.as_deref() == Some(cfg.node_name.as_str()))
+    else {
+        return;
+    };
+    let address = cfg.node_address.to_string();
+    let current = own
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(model::NODE_ADDRESS_ANNOTATION));
+    if current == Some(&address) {
+        return;
+    }
+    let patch =
+        serde_json::json!({"metadata": {"annotations": {model::NODE_ADDRESS_ANNOTATION: address}}});
+    let api: Api<Node> = Api::all(client.clone());
+    let params = PatchParams {
+        field_manager: Some(COMPONENT.into()),
+        ..Default::default()
+    };
+    if let Err(e) = api
+        .patch(&cfg.node_name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        warn!(node = %cfg.node_name, error = %e, "annotating the Node with the ingress address");
+    }
+}
+
+async fn set_status(client: &kube::Client, ns: &str, name: &str, addresses: &[IpAddr]) {
     let api: Api<Ingress> = Api::namespaced(client.clone(), ns);
-    let patch = model::load_balancer_status(cfg.node_address);
+    let patch = model::load_balancer_status(addresses);
     match api
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await

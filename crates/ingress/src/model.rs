@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, IngressClass};
 use rustls::sign::CertifiedKey;
@@ -385,23 +385,68 @@ fn resolve(
     Ok(out)
 }
 
-/// The `status.loadBalancer.ingress` this node reports.
-pub fn load_balancer_status(address: IpAddr) -> serde_json::Value {
-    serde_json::json!({"status": {"loadBalancer": {"ingress": [{"ip": address.to_string()}]}}})
+/// The annotation each node's ingress controller sets on its Node: the address it
+/// serves on. Every controller derives the same `status.loadBalancer.ingress`
+/// (all serving nodes that are Ready) from these, so several nodes never fight
+/// over the status.
+pub const NODE_ADDRESS_ANNOTATION: &str = "ingress.berth.dev/address";
+
+/// The addresses served Ingresses report: every Node carrying
+/// [`NODE_ADDRESS_ANNOTATION`] whose Ready condition is not False/Unknown, sorted.
+/// A controller whose own Node does not exist (a server without a node agent)
+/// adds its own address.
+pub fn serving_addresses(nodes: &[Arc<Node>], own_node: &str, own: IpAddr) -> Vec<IpAddr> {
+    let mut out: Vec<IpAddr> = nodes
+        .iter()
+        .filter(|n| {
+            let ready = n
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+            ready.is_none_or(|c| c.status == "True")
+        })
+        .filter_map(|n| {
+            n.metadata
+                .annotations
+                .as_ref()?
+                .get(NODE_ADDRESS_ANNOTATION)
+        })
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if !nodes
+        .iter()
+        .any(|n| n.metadata.name.as_deref() == Some(own_node))
+    {
+        out.push(own);
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
-/// Whether an Ingress's status already reports `address` (and only it).
-pub fn status_is(ing: &Ingress, address: IpAddr) -> bool {
-    let ips: Vec<Option<&str>> = ing
+/// The `status.loadBalancer.ingress` for `addresses`.
+pub fn load_balancer_status(addresses: &[IpAddr]) -> serde_json::Value {
+    let ingress: Vec<serde_json::Value> = addresses
+        .iter()
+        .map(|a| serde_json::json!({"ip": a.to_string()}))
+        .collect();
+    serde_json::json!({"status": {"loadBalancer": {"ingress": ingress}}})
+}
+
+/// Whether an Ingress's status already reports exactly `addresses`, in order.
+pub fn status_is(ing: &Ingress, addresses: &[IpAddr]) -> bool {
+    let ips: Vec<Option<String>> = ing
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|lb| lb.ingress.as_ref())
         .into_iter()
         .flatten()
-        .map(|i| i.ip.as_deref())
+        .map(|i| i.ip.clone())
         .collect();
-    ips == [Some(address.to_string().as_str())]
+    let want: Vec<Option<String>> = addresses.iter().map(|a| Some(a.to_string())).collect();
+    ips == want
 }
 
 /// Problems as a map keyed by Ingress, for tests and logs.

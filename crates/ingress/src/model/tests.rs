@@ -265,3 +265,61 @@ fn certificates_by_host_exact_before_wildcard() {
     assert!(snap.cert_for("a.b.foo.com").is_none());
     assert!(snap.cert_for("other.com").is_none());
 }
+
+#[test]
+fn status_lists_every_ready_serving_node() {
+    let node = |name: &str, addr: Option<&str>, ready: Option<&str>| -> Arc<Node> {
+        let annotations = addr.map(|a| json!({NODE_ADDRESS_ANNOTATION: a}));
+        let conditions = ready.map(|r| json!([{"type": "Ready", "status": r}]));
+        obj(
+            json!({"metadata": {"name": name, "annotations": annotations},
+                   "status": {"conditions": conditions}}),
+        )
+    };
+    let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+    let own = ip("10.0.0.9");
+    let cases: Vec<(&str, Vec<Arc<Node>>, Vec<&str>)> = vec![
+        ("no nodes: own address", vec![], vec!["10.0.0.9"]),
+        (
+            "own node not annotated yet: nothing",
+            vec![node("me", None, Some("True"))],
+            vec![],
+        ),
+        (
+            "two serving nodes, sorted",
+            vec![
+                node("me", Some("10.0.0.9"), Some("True")),
+                node("b", Some("10.0.0.2"), Some("True")),
+                node("sim", None, Some("True")),
+            ],
+            vec!["10.0.0.2", "10.0.0.9"],
+        ),
+        (
+            "not-ready and unknown nodes drop out; no condition yet counts",
+            vec![
+                node("me", Some("10.0.0.9"), None),
+                node("b", Some("10.0.0.2"), Some("Unknown")),
+                node("c", Some("10.0.0.3"), Some("False")),
+            ],
+            vec!["10.0.0.9"],
+        ),
+        (
+            "own node absent (no agent here): own address joins the others",
+            vec![node("b", Some("10.0.0.2"), Some("True"))],
+            vec!["10.0.0.2", "10.0.0.9"],
+        ),
+        (
+            "a malformed annotation is ignored",
+            vec![node("me", Some("not-an-ip"), Some("True"))],
+            vec![],
+        ),
+    ];
+    for (what, nodes, want) in cases {
+        let want: Vec<IpAddr> = want.into_iter().map(ip).collect();
+        assert_eq!(serving_addresses(&nodes, "me", own), want, "{what}");
+        let status = load_balancer_status(&want);
+        let ing: Arc<Ingress> = obj(json!({"metadata": {"name": "i"}, "status": status["status"]}));
+        assert!(status_is(&ing, &want), "{what}");
+        assert!(!status_is(&ing, &[ip("10.9.9.9")]), "{what}");
+    }
+}
