@@ -1,0 +1,191 @@
+//! The proxy's loop: reflectors for Services and EndpointSlices wake a sync
+//! (at most one per min sync period); a timer checks the table and repairs it;
+//! stop deletes the table.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use crate::nft::{Nft, NftBackend};
+use crate::ruleset::Table;
+use crate::syncer::{SyncKind, Syncer};
+use crate::{Config, Error, convert, model, sysctl};
+
+fn reflect<K>(client: &kube::Client, changed: Arc<Notify>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let stream = reflector::reflector(
+        writer,
+        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+            .default_backoff(),
+    );
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(_) => changed.notify_one(),
+                Err(e) => debug!(kind = %K::kind(&()), error = %e, "watch failed; retrying"),
+            }
+        }
+    });
+    reader
+}
+
+/// A running proxy; [`Proxy::shutdown`] removes its rules.
+pub struct Proxy {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Stops syncing and deletes the table.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .is_err()
+        {
+            warn!("service proxy did not stop within 10s");
+        }
+    }
+}
+
+/// Checks nft, prepares the node's sysctls and starts the proxy with the real
+/// nft backend. `client` should name kube-proxy in its User-Agent.
+pub async fn start(client: kube::Client, cfg: Config) -> Result<Proxy, Error> {
+    let nft = Nft::default();
+    let probe = nft.clone();
+    tokio::task::spawn_blocking(move || probe.probe())
+        .await
+        .map_err(|e| Error::Nft(e.to_string()))??;
+    for w in sysctl::prepare_node(&sysctl::ProcSysctl) {
+        warn!("service proxy: {w}");
+    }
+    Ok(start_with(client, cfg, Arc::new(nft)))
+}
+
+/// Starts the proxy loop over `backend`.
+pub fn start_with(client: kube::Client, cfg: Config, backend: Arc<dyn NftBackend>) -> Proxy {
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(run(client, cfg, backend, stopped));
+    Proxy { stop, task }
+}
+
+/// Runs one blocking syncer operation off the async threads.
+async fn blocking<T: Send + 'static>(
+    syncer: Syncer,
+    f: impl FnOnce(&mut Syncer) -> T + Send + 'static,
+) -> (Syncer, T) {
+    let mut s = syncer;
+    // The closure cannot panic on its own; a join error means the runtime is
+    // going away, and the syncer with it.
+    match tokio::task::spawn_blocking(move || {
+        let r = f(&mut s);
+        (s, r)
+    })
+    .await
+    {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+async fn run(
+    client: kube::Client,
+    cfg: Config,
+    backend: Arc<dyn NftBackend>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let changed = Arc::new(Notify::new());
+    let services: Store<Service> = reflect(&client, changed.clone());
+    let slices: Store<EndpointSlice> = reflect(&client, changed.clone());
+    let mut syncer = Syncer::new(backend, Table::ip(cfg.table.clone()));
+    // Nothing is written before both lists are in: a partial view would
+    // reject Services whose endpoints are not seen yet.
+    let ready = async {
+        services.wait_until_ready().await.is_ok() && slices.wait_until_ready().await.is_ok()
+    };
+    tokio::select! {
+        ok = ready => if !ok {
+            warn!("service proxy: watches never became ready");
+            return;
+        },
+        _ = stop.wait_for(|s| *s) => return,
+    }
+    info!(node = %cfg.node.node_name, table = %cfg.table, "service proxy running");
+    let mut last_sync: Option<Instant> = None;
+    let mut next_check = Instant::now() + cfg.sync_period;
+    // A sync is owed: at start, after a change, after a failure, for pending deletes.
+    let mut due = true;
+    loop {
+        let wake = if due {
+            last_sync.map_or_else(Instant::now, |t| t + cfg.min_sync_period)
+        } else {
+            next_check
+        };
+        tokio::select! {
+            _ = changed.notified() => { due = true; continue; }
+            _ = tokio::time::sleep_until(wake.min(next_check)) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        if Instant::now() >= next_check {
+            next_check = Instant::now() + cfg.sync_period;
+            let (s, r) = blocking(syncer, |s| s.check()).await;
+            syncer = s;
+            match r {
+                Ok(d) if d.is_empty() => {}
+                Ok(d) => {
+                    warn!(differences = ?d, "service proxy: table {} was changed outside Berth; rewriting it", cfg.table);
+                    due = true;
+                }
+                Err(e) => warn!(error = %e, "service proxy: cannot check the table"),
+            }
+            // A repair runs at once, not a min sync period later.
+            if !due {
+                continue;
+            }
+        }
+        let desired = model::build(
+            &cfg.node,
+            &convert::inputs(&services.state(), &slices.state()),
+        );
+        let started = Instant::now();
+        let (s, r) = blocking(syncer, move |s| s.sync(&desired)).await;
+        syncer = s;
+        last_sync = Some(Instant::now());
+        match r {
+            Ok(kind) => {
+                if kind != SyncKind::Unchanged {
+                    debug!(?kind, elapsed = ?started.elapsed(), "service proxy synced");
+                }
+                due = syncer.has_pending();
+            }
+            Err(e) => {
+                warn!(error = %e, "service proxy: sync failed; retrying");
+                due = true;
+            }
+        }
+    }
+    let (_, r) = blocking(syncer, |s| s.cleanup()).await;
+    match r {
+        Ok(()) => info!(table = %cfg.table, "service proxy stopped; table removed"),
+        Err(e) => warn!(error = %e, "service proxy: could not remove its table"),
+    }
+}
