@@ -23,6 +23,8 @@ pub struct AgentArgs {
     /// Cluster domain (pods' DNS search path).
     #[arg(long, default_value = "cluster.local")]
     pub cluster_domain: String,
+    #[command(flatten)]
+    pub node_local_dns: crate::dns::NodeLocalDnsArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -76,6 +78,10 @@ fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfi
         .map(|e| PathBuf::from(e.trim_start_matches("unix://")));
     cfg.cluster_cidr = args.cluster_cidr.clone();
     cfg.cluster_dns = args.cluster_dns.clone();
+    // NodeLocal DNSCache on: pods ask it (169.254.20.10) instead.
+    if let Some(ns) = crate::dns::node_local_nameserver(&args.node_local_dns) {
+        cfg.cluster_dns = vec![ns];
+    }
     cfg.cluster_domain = args.cluster_domain.clone();
     cfg
 }

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use tracing::info;
 
 mod agent;
+mod dns;
 mod images;
 
 #[derive(Parser)]
@@ -25,11 +26,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a cluster: API server and embedded store (more components join as they land).
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Join a running server with simulated (hollow) nodes.
     Sim(SimArgs),
     /// Run the node agent (containerd, CNI, pods) joined to a server.
-    Agent(agent::AgentCmd),
+    Agent(Box<agent::AgentCmd>),
     /// Local images without a registry (build-local, import).
     Images(images::ImagesArgs),
 }
@@ -128,6 +129,8 @@ struct ServerArgs {
     ingress: agent::IngressArgs,
     #[command(flatten)]
     agent: agent::AgentArgs,
+    #[command(flatten)]
+    dns: dns::ClusterDnsArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
@@ -281,8 +284,18 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "berth-ingress").await?;
         start_ingress(client, &args.ingress, args.agent.node_name.clone()).await;
     }
+    if !args.dns.disable_dns {
+        let client = client_from(&kubeconfig, "coredns").await?;
+        let (servers, domain) = (&args.agent.cluster_dns, &args.agent.cluster_domain);
+        dns::start_cluster_dns(client, &args.dns, servers, domain).await;
+    }
+    let node_local_dns =
+        dns::start_node_local_dns(&args.agent.node_local_dns, &args.agent.cluster_dns).await;
     shutdown_signal().await;
     info!("shutting down");
+    if let Some(n) = node_local_dns {
+        n.shutdown().await;
+    }
     let _ = stop_components.send(true);
     for c in components {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), c).await;
@@ -389,7 +402,12 @@ async fn run_agent(args: agent::AgentCmd) -> Result<()> {
     if !args.ingress.disable_ingress {
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }
+    let node_local_dns =
+        dns::start_node_local_dns(&args.agent.node_local_dns, &args.agent.cluster_dns).await;
     shutdown_signal().await;
+    if let Some(n) = node_local_dns {
+        n.shutdown().await;
+    }
     a.shutdown().await;
     Ok(())
 }
@@ -440,9 +458,9 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     match cli.command {
-        Command::Server(args) => rt.block_on(server(args)),
+        Command::Server(args) => rt.block_on(server(*args)),
         Command::Sim(args) => rt.block_on(sim(args)),
-        Command::Agent(args) => rt.block_on(run_agent(args)),
+        Command::Agent(args) => rt.block_on(run_agent(*args)),
         Command::Images(args) => rt.block_on(images::run(args)),
     }
 }

@@ -112,6 +112,12 @@ impl Server {
         } else {
             &["--disable-ingress"]
         };
+        // The cluster DNS binds port 53: agent servers and suites naming its address get one.
+        let no_dns: &[&str] = if agent || extra.contains(&"--cluster-dns-bind") {
+            &[]
+        } else {
+            &["--disable-dns"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .args([
                 "server",
@@ -126,6 +132,7 @@ impl Server {
             .arg(&data_dir)
             .args(no_agent)
             .args(no_ingress)
+            .args(no_dns)
             .args(&extra_args)
             .env("BERTH_LOG", "warn")
             .stdout(Stdio::piped())
