@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{Server, stderr, stdout};
+use common::{AgentProcess, Server, stderr, stdout};
 
 const CLASS: &str = "apiVersion: networking.k8s.io/v1
 kind: IngressClass
@@ -854,6 +854,16 @@ spec:
         path["backend"],
         serde_json::json!({"service": {"name": "app", "port": {"name": "http"}}})
     );
+    // Every request to a version upstream removed carries upstream's deprecation warning.
+    let out = s.kubectl(&["get", "ingresses.v1beta1.networking.k8s.io", "legacy"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Warning: networking.k8s.io/v1beta1 Ingress is deprecated in v1.19+, unavailable in v1.22+; use networking.k8s.io/v1 Ingress"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&["get", "ingresses.v1.networking.k8s.io", "legacy"]);
+    assert!(!stderr(&out).contains("deprecated"), "{}", stderr(&out));
     let (code, beta) = s.request(
         "GET",
         "/apis/networking.k8s.io/v1beta1/namespaces/default/ingresses/legacy",
@@ -944,22 +954,26 @@ spec:
     assert_eq!(class, "newer");
 }
 
-/// Real pods: busybox `httpd` in a Deployment on the node agent (containerd),
-/// endpoints from the EndpointSlice controller, served through the ingress.
+/// Real pods: busybox `httpd` in a Deployment on a node joined with `berth agent`
+/// (containerd; the server runs no agent of its own), endpoints from the
+/// EndpointSlice controller, served by the ingress controller the agent runs.
 /// Needs root and the node agent's dependencies, as `tests/node.rs`.
 #[test]
-fn busybox_httpd_pods_through_the_agent() {
+fn busybox_httpd_pods_through_an_agent_node() {
     let (http, https) = (free_port(), free_port());
-    let s = Server::start_with_agent_args(
-        "ing-pods",
+    let s = Server::start("ing-pods");
+    let (http_flag, https_flag) = (http.to_string(), https.to_string());
+    let agent = AgentProcess::start(
+        &s,
+        "ing-pods-agent",
         &[
             "--ingress-http-port",
-            &http.to_string(),
+            &http_flag,
             "--ingress-https-port",
-            &https.to_string(),
+            &https_flag,
         ],
     );
-    let _cleanup = PodCleanup(&s);
+    let _cleanup = PodCleanup(&s, &agent);
     wait_until_for(Duration::from_secs(90), "node Ready", || {
         let out = s.kubectl(&[
             "get",
@@ -1017,6 +1031,26 @@ fn busybox_httpd_pods_through_the_agent() {
     assert_eq!(seen, pods, "responses come from both pods, balanced");
     // Another host: nothing matches.
     assert_eq!(get(http, "other.example.com", "/").0, 404);
+    // The agent's node reports its address on the Ingress.
+    let node_ip = s.k(&[
+        "get",
+        "nodes",
+        "-o",
+        "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}",
+    ]);
+    wait_until_for(
+        Duration::from_secs(30),
+        "the agent node's address in the status",
+        || {
+            s.k(&[
+                "get",
+                "ingress",
+                "web",
+                "-o",
+                "jsonpath={.status.loadBalancer.ingress[*].ip}",
+            ]) == node_ip
+        },
+    );
     // No pods left: 503 once the endpoints are gone.
     s.k(&["scale", "deployment", "web", "--replicas=0"]);
     wait_until_for(Duration::from_secs(60), "503 without pods", || {
@@ -1026,14 +1060,14 @@ fn busybox_httpd_pods_through_the_agent() {
 
 /// Deletes the test's pods and waits for the agent to remove their sandboxes
 /// (also when the test fails), so no pod outlives its server.
-struct PodCleanup<'a>(&'a Server);
+struct PodCleanup<'a>(&'a Server, &'a AgentProcess);
 
 impl Drop for PodCleanup<'_> {
     fn drop(&mut self) {
         let s = self.0;
         let _ = s.kubectl(&["delete", "deployment", "--all", "--wait=true"]);
         let _ = s.kubectl(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
-        let sock = s.data_dir.join("agent/containerd/containerd.sock");
+        let sock = self.1.data_dir.join("agent/containerd/containerd.sock");
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             let out = std::process::Command::new("ctr")

@@ -290,47 +290,100 @@ impl Server {
     }
 }
 
+/// `berth agent` as its own process, joined to a server (which should run
+/// without its own agent): holds the machine-wide agent lock while it runs.
+pub struct AgentProcess {
+    pub child: Child,
+    pub data_dir: PathBuf,
+    kubeconfig: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl AgentProcess {
+    /// Starts `berth agent --kubeconfig <server's>` with `extra` flags.
+    pub fn start(server: &Server, tag: &str, extra: &[&str]) -> AgentProcess {
+        let lock = agent_lock();
+        let data_dir = temp_dir(tag);
+        let child = Command::new(env!("CARGO_BIN_EXE_berth"))
+            .arg("agent")
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(extra)
+            .env("BERTH_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start berth agent");
+        AgentProcess {
+            child,
+            data_dir,
+            kubeconfig: server.kubeconfig.clone(),
+            _lock: lock,
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let sock = self.data_dir.join("agent/containerd/containerd.sock");
+        stop_agent(&self.kubeconfig, &sock, &mut self.child);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         if self.agent {
-            // Pods left by the test go first (their containers would outlive
-            // containerd and keep mounts in the data dir).
-            let _ = self.kubectl(&[
-                "delete",
-                "pods",
-                "--all",
-                "-A",
-                "--grace-period=0",
-                "--force",
-                "--wait=false",
-            ]);
             let sock = self.data_dir.join("agent/containerd/containerd.sock");
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while Instant::now() < deadline {
-                let out = Command::new("ctr")
-                    .arg("--address")
-                    .arg(&sock)
-                    .args(["-n", "k8s.io", "containers", "ls", "-q"])
-                    .output();
-                match out {
-                    Ok(o) if o.status.success() && !o.stdout.is_empty() => {
-                        std::thread::sleep(Duration::from_millis(200))
-                    }
-                    _ => break,
-                }
-            }
-            // SIGTERM lets the server stop the containerd it started.
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            stop_agent(&self.kubeconfig, &sock, &mut self.child);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// Deletes every pod (their containers would outlive containerd and keep mounts
+/// in the data dir), waits for the agent's containerd at `sock` to have removed
+/// them, then SIGTERMs `child` so it stops the containerd it started.
+fn stop_agent(kubeconfig: &Path, sock: &Path, child: &mut Child) {
+    let _ = Command::new(kubectl_path())
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args([
+            "delete",
+            "pods",
+            "--all",
+            "-A",
+            "--grace-period=0",
+            "--force",
+            "--wait=false",
+        ])
+        .output();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let out = Command::new("ctr")
+            .arg("--address")
+            .arg(sock)
+            .args(["-n", "k8s.io", "containers", "ls", "-q"])
+            .output();
+        match out {
+            Ok(o) if o.status.success() && !o.stdout.is_empty() => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            _ => break,
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
