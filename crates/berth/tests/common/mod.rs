@@ -302,18 +302,25 @@ pub struct AgentProcess {
 impl AgentProcess {
     /// Starts `berth agent --kubeconfig <server's>` with `extra` flags.
     pub fn start(server: &Server, tag: &str, extra: &[&str]) -> AgentProcess {
+        let kubeconfig = server.kubeconfig.to_string_lossy().into_owned();
+        let mut args = vec!["--kubeconfig", kubeconfig.as_str()];
+        args.extend_from_slice(extra);
+        Self::join(server, tag, &args)
+    }
+
+    /// Starts `berth agent` with only `args` to reach `server` (e.g. `--server`,
+    /// `--token`, `--server-ca`).
+    pub fn join(server: &Server, tag: &str, args: &[&str]) -> AgentProcess {
         let lock = agent_lock();
         let data_dir = temp_dir(tag);
         let child = Command::new(env!("CARGO_BIN_EXE_berth"))
             .arg("agent")
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
             .arg("--data-dir")
             .arg(&data_dir)
-            .args(extra)
+            .args(args)
             .env("BERTH_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(std::fs::File::create(data_dir.join("agent.log")).expect("agent log"))
             .spawn()
             .expect("start berth agent");
         AgentProcess {
@@ -322,6 +329,13 @@ impl AgentProcess {
             kubeconfig: server.kubeconfig.clone(),
             _lock: lock,
         }
+    }
+}
+
+impl AgentProcess {
+    /// What the agent wrote to stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("agent.log")).unwrap_or_default()
     }
 }
 
@@ -380,6 +394,7 @@ fn stop_agent(kubeconfig: &Path, sock: &Path, child: &mut Child) {
     }
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
+        .stderr(Stdio::null())
         .status();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
