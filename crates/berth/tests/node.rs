@@ -926,7 +926,7 @@ fn create_delete_cycles_leak_nothing() {
     let cycles: usize = std::env::var("BERTH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(100);
     let batch = 10;
     for round in 0..cycles.div_ceil(batch) {
         for i in 0..batch {
