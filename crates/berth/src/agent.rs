@@ -65,6 +65,8 @@ pub struct AgentCmd {
     pub agent: AgentArgs,
     #[command(flatten)]
     pub ingress: IngressArgs,
+    #[command(flatten)]
+    pub proxy: crate::proxy::ProxyArgs,
 }
 
 fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfig {
@@ -107,6 +109,11 @@ pub async fn start(
 
 /// A client for `berth agent` from --server/--token or a kubeconfig.
 pub async fn client(cmd: &AgentCmd) -> Result<kube::Client> {
+    client_for(cmd, "kubelet").await
+}
+
+/// [`client`] for another node component (its User-Agent names `component`).
+pub async fn client_for(cmd: &AgentCmd, component: &str) -> Result<kube::Client> {
     let mut config = match (&cmd.server, &cmd.kubeconfig) {
         (Some(server), _) => {
             let token = cmd
@@ -126,7 +133,7 @@ pub async fn client(cmd: &AgentCmd) -> Result<kube::Client> {
         }
         (None, None) => anyhow::bail!("berth agent needs --server and --token, or --kubeconfig"),
     };
-    let ua = format!("kubelet/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
+    let ua = format!("{component}/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
     config.headers.push((http::header::USER_AGENT, ua.parse()?));
     Ok(kube::Client::try_from(config)?)
 }

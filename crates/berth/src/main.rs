@@ -11,6 +11,7 @@ use tracing::info;
 mod agent;
 mod dns;
 mod images;
+mod proxy;
 
 #[derive(Parser)]
 #[command(
@@ -131,6 +132,8 @@ struct ServerArgs {
     agent: agent::AgentArgs,
     #[command(flatten)]
     dns: dns::ClusterDnsArgs,
+    #[command(flatten)]
+    proxy: proxy::ProxyArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
@@ -280,6 +283,13 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "kubelet").await?;
         Some(agent::start(client, &args.agent, &args.data_dir).await?)
     };
+    let service_proxy = match &node_agent {
+        Some(a) => {
+            let client = client_from(&kubeconfig, "kube-proxy").await?;
+            proxy::start(client, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await
+        }
+        None => None,
+    };
     if !args.ingress.disable_ingress {
         let client = client_from(&kubeconfig, "berth-ingress").await?;
         start_ingress(client, &args.ingress, args.agent.node_name.clone()).await;
@@ -299,6 +309,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     let _ = stop_components.send(true);
     for c in components {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), c).await;
+    }
+    if let Some(p) = service_proxy {
+        p.shutdown().await;
     }
     if let Some(a) = node_agent {
         a.shutdown().await;
@@ -399,6 +412,9 @@ async fn sim(args: SimArgs) -> Result<()> {
 async fn run_agent(args: agent::AgentCmd) -> Result<()> {
     let client = agent::client(&args).await?;
     let a = agent::start(client.clone(), &args.agent, &args.data_dir).await?;
+    let proxy_client = proxy::agent_client(&args).await?;
+    let service_proxy =
+        proxy::start(proxy_client, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await;
     if !args.ingress.disable_ingress {
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }
@@ -407,6 +423,9 @@ async fn run_agent(args: agent::AgentCmd) -> Result<()> {
     shutdown_signal().await;
     if let Some(n) = node_local_dns {
         n.shutdown().await;
+    }
+    if let Some(p) = service_proxy {
+        p.shutdown().await;
     }
     a.shutdown().await;
     Ok(())

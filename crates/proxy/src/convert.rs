@@ -158,7 +158,7 @@ pub fn inputs(
             (sp, eps)
         })
         .collect();
-    out.sort_by(|a, b| a.0.key().cmp(&b.0.key()));
+    out.sort_by_key(|a| a.0.key());
     out
 }
 
@@ -179,10 +179,12 @@ mod tests {
         let base = |spec: serde_json::Value| {
             svc(serde_json::json!({"metadata": {"namespace": "ns", "name": "web"}, "spec": spec}))
         };
+        /// (port name, port, nodePort, affinity timeout, iTP Local, eTP Local)
+        type Want = (&'static str, u16, Option<u16>, Option<u32>, bool, bool);
         struct Case {
             what: &'static str,
             spec: serde_json::Value,
-            want: Vec<(&'static str, u16, Option<u16>, Option<u32>, bool, bool)>,
+            want: Vec<Want>,
         }
         let cases = [
             Case {

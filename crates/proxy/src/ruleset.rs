@@ -616,7 +616,8 @@ add element ip t cluster-ips { 10.43.0.6 }
     fn fingerprint_differences() {
         let rs = sample();
         let expected = rs.fingerprint(&BTreeSet::new());
-        let cases: Vec<(&str, Box<dyn Fn(&mut Fingerprint)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut Fingerprint)>;
+        let cases: Vec<(&str, Edit, &str)> = vec![
             (
                 "chain deleted",
                 Box::new(|f| {

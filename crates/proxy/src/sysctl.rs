@@ -90,7 +90,9 @@ mod tests {
 
     #[test]
     fn prepare_node_sets_what_exists_and_reports_the_rest() {
-        let cases: &[(&[(&str, &str)], &[(&str, &str)], usize)] = &[
+        type Values<'a> = &'a [(&'a str, &'a str)];
+        // (before, after, warnings)
+        let cases: &[(Values, Values, usize)] = &[
             (
                 &[(BRIDGE_NF_CALL_IPTABLES, "0"), (IP_FORWARD, "0")],
                 &[(BRIDGE_NF_CALL_IPTABLES, "1"), (IP_FORWARD, "1")],
