@@ -3,7 +3,7 @@
 # loopback: busybox httpd on 127.0.0.1 behind a selector-less Service and an
 # EndpointSlice, no node agent; wrk (Debian's), same run, bounded load.
 #
-# usage: crates/ingress/bench/ingress_bench_loopback.sh [BERTH_BINARY] [CONNECTIONS] [SECONDS]
+# usage: [ROUNDS=3] crates/ingress/bench/ingress_bench_loopback.sh [BERTH_BINARY] [CONNECTIONS] [SECONDS]
 set -euo pipefail
 BERTH=${1:-target/debug/berth}
 CONNS=${2:-16}
@@ -65,19 +65,6 @@ for _ in $(seq 1 60); do
   [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: web.example.com' "http://127.0.0.1:$HTTP_PORT/index.html")" = 200 ] && break
   sleep 0.5
 done
-run() { # label, url, extra wrk args...
-  local label=$1 url=$2; shift 2
-  local out; out=$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency "$@" "$url")
-  local rps p50 p99 errs
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errs=$(awk '/Non-2xx|Socket errors/ {$1=$1; print}' <<<"$out" | paste -sd';' -)
-  printf '%-10s %12s %10s %10s  %s\n' "$label" "$rps" "$p50" "$p99" "${errs:-no errors}"
-  echo "$rps" >"$DIR/$label.rps"
-}
-echo "berth: $BERTH, wrk -t2 -c$CONNS -d${SECS}s --latency, backend busybox httpd on 127.0.0.1:$BACKEND_PORT"
-printf '%-10s %12s %10s %10s  %s\n' "path" "requests/s" "p50" "p99" "errors"
-run direct "http://127.0.0.1:$BACKEND_PORT/index.html"
-run ingress "http://127.0.0.1:$HTTP_PORT/index.html" -H "Host: web.example.com"
-awk -v d="$(cat "$DIR/direct.rps")" -v i="$(cat "$DIR/ingress.rps")" 'BEGIN {printf "ingress/direct throughput: %.2f\n", i/d}'
+. "$(dirname "$0")/compare.sh"
+echo "berth: $BERTH, wrk -t2 -c$CONNS -d${SECS}s --latency, ${ROUNDS:-3} alternating rounds, backend busybox httpd on 127.0.0.1:$BACKEND_PORT"
+compare "http://127.0.0.1:$BACKEND_PORT/index.html" "http://127.0.0.1:$HTTP_PORT/index.html" web.example.com
