@@ -16,6 +16,7 @@ pub mod rest;
 pub mod server;
 pub mod status;
 pub mod strategy;
+pub mod streaming;
 pub mod watch;
 pub mod watchcache;
 
@@ -138,6 +139,12 @@ impl ApiServer {
             metrics: metrics::Metrics::default(),
             admin_token: pki.admin_token.clone(),
             server_address: format!("{host}:{}", secure_addr.port()),
+            kubelet: streaming::KubeletClient::new(
+                &pki.kubelet_client_cert_pem,
+                &pki.kubelet_client_key_pem,
+            )
+            .map_err(|e| tracing::warn!(error = %e, "kubelet client credentials"))
+            .ok(),
         });
         bootstrap(&state.rest).await?;
         alloc::kubernetes::start(&state, &config, secure_addr)

@@ -20,6 +20,9 @@ pub struct Pki {
     pub serving_key_pem: String,
     pub admin_token: String,
     pub dir: PathBuf,
+    /// The API server's client certificate for kubelets (exec, logs, port-forward).
+    pub kubelet_client_cert_pem: String,
+    pub kubelet_client_key_pem: String,
 }
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
@@ -134,6 +137,23 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         fs::write(&admin_cert_path, cert.pem())?;
     }
 
+    // As kubeadm's apiserver-kubelet-client: the API server's identity towards kubelets.
+    let kubelet_cert_path = dir.join("client-kube-apiserver-kubelet.crt");
+    let kubelet_key_path = dir.join("client-kube-apiserver-kubelet.key");
+    if !kubelet_cert_path.exists() || !kubelet_key_path.exists() {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = dn("kube-apiserver-kubelet-client", &["system:masters"]);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &issuer)?;
+        write_private(&kubelet_key_path, &key.serialize_pem())?;
+        fs::write(&kubelet_cert_path, cert.pem())?;
+    }
+
     let token_path = data_dir.join("token");
     if !token_path.exists() {
         let bytes: [u8; 24] = rand::random();
@@ -147,6 +167,8 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         serving_cert_pem: read(&serving_cert_path)?,
         serving_key_pem: read(&serving_key_path)?,
         admin_token,
+        kubelet_client_cert_pem: read(&kubelet_cert_path)?,
+        kubelet_client_key_pem: read(&kubelet_key_path)?,
         dir,
     })
 }

@@ -49,6 +49,8 @@ pub struct State {
     pub metrics: Metrics,
     pub admin_token: String,
     pub server_address: String,
+    /// TLS to kubelets for pods' log, exec, attach and portforward.
+    pub kubelet: Option<crate::streaming::KubeletClient>,
 }
 
 fn full(code: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -326,6 +328,10 @@ async fn route(
     labels.subresource = rp.subresource.clone().unwrap_or_default();
     let mut q = Query::parse(req.uri().query());
     q.user_agent = header_str(&req, header::USER_AGENT);
+    if crate::streaming::is_streaming(&rp) {
+        labels.verb = if req.method() == Method::GET { "GET" } else { "POST" }.into();
+        return crate::streaming::serve(state, req, &rp, &q).await;
+    }
     let method = req.method().clone();
     let content_type = header_str(&req, header::CONTENT_TYPE);
     let is_watch = rp.legacy_watch || q.flag("watch");
@@ -363,7 +369,7 @@ async fn route(
         Method::GET if rp.name.is_some() => {
             if matches!(
                 rp.subresource.as_deref(),
-                Some("log" | "exec" | "attach" | "portforward" | "proxy")
+                Some("proxy")
             ) {
                 return Err(ApiError::new(
                     503,

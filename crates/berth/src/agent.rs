@@ -11,6 +11,16 @@ pub struct AgentArgs {
     /// Use this CRI socket instead of starting Berth's own containerd.
     #[arg(long)]
     pub container_runtime_endpoint: Option<String>,
+    /// The kubelet server's port (logs, exec, attach, port-forward for the API server).
+    #[arg(long, default_value_t = 10250)]
+    pub kubelet_port: u16,
+    /// CA for the client certificates the kubelet server accepts (default: the
+    /// cluster CA of a server in the same data dir, or --kubeconfig's).
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// The cluster CA read from `berth agent --kubeconfig`.
+    #[arg(skip)]
+    pub client_ca_pem: Option<String>,
     /// The node's name (default: the host name).
     #[arg(long)]
     pub node_name: Option<String>,
@@ -74,6 +84,8 @@ fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfi
     if let Some(n) = &args.node_name {
         cfg.node_name = n.clone();
     }
+    cfg.kubelet_port = args.kubelet_port;
+    cfg.client_ca_pem = client_ca(args, data_dir);
     cfg.runtime_endpoint = args
         .container_runtime_endpoint
         .as_ref()
@@ -136,4 +148,26 @@ pub async fn client_for(cmd: &AgentCmd, component: &str) -> Result<kube::Client>
     let ua = format!("{component}/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
     config.headers.push((http::header::USER_AGENT, ua.parse()?));
     Ok(kube::Client::try_from(config)?)
+}
+
+/// The CA whose client certificates the kubelet server trusts.
+fn client_ca(args: &AgentArgs, data_dir: &Path) -> Option<String> {
+    if let Some(f) = &args.client_ca_file {
+        return std::fs::read_to_string(f).ok();
+    }
+    args.client_ca_pem
+        .clone()
+        .or_else(|| std::fs::read_to_string(data_dir.join("tls").join("server-ca.crt")).ok())
+}
+
+/// The cluster CA of `berth agent --kubeconfig` (as PEM), for the kubelet server.
+pub async fn kubeconfig_ca(cmd: &AgentCmd) -> Option<String> {
+    let kc = kube::config::Kubeconfig::read_from(cmd.kubeconfig.as_ref()?).ok()?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .ok()?;
+    config
+        .root_cert
+        .map(|certs| berth_kubelet::server::pem_from_der(&certs))
 }

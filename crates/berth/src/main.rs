@@ -409,8 +409,9 @@ async fn sim(args: SimArgs) -> Result<()> {
     Ok(())
 }
 
-async fn run_agent(args: agent::AgentCmd) -> Result<()> {
+async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
     let client = agent::client(&args).await?;
+    args.agent.client_ca_pem = agent::kubeconfig_ca(&args).await;
     let a = agent::start(client.clone(), &args.agent, &args.data_dir).await?;
     let proxy_client = proxy::agent_client(&args).await?;
     let service_proxy =

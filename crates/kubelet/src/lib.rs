@@ -15,6 +15,7 @@ pub mod images;
 pub mod node;
 pub mod prober;
 pub mod runtime;
+pub mod server;
 pub mod servicelinks;
 pub mod sim;
 pub mod status;

@@ -51,6 +51,11 @@ pub struct AgentConfig {
     pub sandbox_image: String,
     pub backoff: BackoffConfig,
     pub max_grace: Duration,
+    /// The kubelet server's port (`--kubelet-port`; 0 picks a free one).
+    pub kubelet_port: u16,
+    /// CA whose client certificates the kubelet server accepts (the cluster CA);
+    /// without one the server is not started.
+    pub client_ca_pem: Option<String>,
 }
 
 impl AgentConfig {
@@ -65,6 +70,8 @@ impl AgentConfig {
             sandbox_image: images::PAUSE_IMAGE.into(),
             backoff: BackoffConfig::default(),
             max_grace: Duration::from_secs(3600),
+            kubelet_port: 10250,
+            client_ca_pem: None,
         }
     }
 }
@@ -136,6 +143,10 @@ impl Agent {
         ncfg.node_info.os_image = machine::os_image();
         ncfg.node_info.kernel_version = machine::kernel_version();
         ncfg.node_info.container_runtime_version = format!("{rt_name}://{rt_version}");
+        let kubelet_server = bind_kubelet_server(&cfg, &host_ip).await;
+        if let Some(s) = &kubelet_server {
+            ncfg.kubelet_port = i32::from(s.port());
+        }
         // Registration first, so pods are only watched once the Node exists.
         crate::node::register(&client, &ncfg, &NodeHealth::default()).await?;
         set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
@@ -200,6 +211,13 @@ impl Agent {
             runtime.clone(),
             cfg.node_name.clone(),
         )));
+        if let Some(s) = kubelet_server {
+            let deps = Arc::new(crate::server::Deps {
+                client: client.clone(),
+                runtime: runtime.clone(),
+            });
+            tasks.push(tokio::spawn(s.serve(deps)));
+        }
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
@@ -216,6 +234,32 @@ impl Agent {
         }
         if let Some(c) = self.containerd {
             c.stop().await;
+        }
+    }
+}
+
+/// The kubelet server (logs, exec, attach, port-forward for the API server);
+/// failures are logged, not fatal: pods still run without it.
+async fn bind_kubelet_server(
+    cfg: &AgentConfig,
+    host_ip: &str,
+) -> Option<crate::server::KubeletServer> {
+    let Some(ca) = &cfg.client_ca_pem else {
+        warn!("no client CA for the kubelet server: logs, exec and port-forward are unavailable");
+        return None;
+    };
+    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], cfg.kubelet_port));
+    let sans = [
+        cfg.node_name.clone(),
+        host_ip.to_string(),
+        "localhost".into(),
+        "127.0.0.1".into(),
+    ];
+    match crate::server::KubeletServer::bind(addr, ca, &sans).await {
+        Ok(s) => Some(s),
+        Err(e) => {
+            warn!(error = %e, "kubelet server not started");
+            None
         }
     }
 }
