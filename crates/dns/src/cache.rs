@@ -65,8 +65,16 @@ struct Entry {
     kind: Kind,
 }
 
+/// How often a full cache sweeps out expired entries (sweeping is O(entries)).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+struct State {
+    entries: HashMap<Key, Entry>,
+    last_sweep: Instant,
+}
+
 pub struct Cache<C: Clock = SystemClock> {
-    entries: Mutex<HashMap<Key, Entry>>,
+    state: Mutex<State>,
     max_ttl: Duration,
     negative_ttl: Duration,
     capacity: usize,
@@ -76,7 +84,10 @@ pub struct Cache<C: Clock = SystemClock> {
 impl<C: Clock> Cache<C> {
     pub fn new(max_ttl: Duration, negative_ttl: Duration, capacity: usize, clock: C) -> Self {
         Cache {
-            entries: Mutex::new(HashMap::new()),
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                last_sweep: clock.now(),
+            }),
             max_ttl,
             negative_ttl,
             capacity: capacity.max(1),
@@ -87,17 +98,17 @@ impl<C: Clock> Cache<C> {
     /// A fresh response for `key`, its TTLs lowered by the time it has been kept.
     pub fn get(&self, key: &Key) -> Option<(Message, Kind)> {
         let now = self.clock.now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = entries.get(key)?;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = state.entries.get(key)?;
         let age = now.saturating_duration_since(entry.stored);
         if age >= entry.ttl {
-            entries.remove(key);
+            state.entries.remove(key);
             return None;
         }
         let left = u32::try_from((entry.ttl - age).as_secs()).unwrap_or(u32::MAX);
         let mut msg = entry.response.clone();
         let kind = entry.kind;
-        drop(entries);
+        drop(state);
         for r in msg
             .answers
             .iter_mut()
@@ -117,21 +128,22 @@ impl<C: Clock> Cache<C> {
             return None;
         }
         let now = self.clock.now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= self.capacity && !entries.contains_key(&key) {
-            entries.retain(|_, e| now.saturating_duration_since(e.stored) < e.ttl);
-            if entries.len() >= self.capacity {
-                // Still full: drop the oldest entry.
-                if let Some(oldest) = entries
-                    .iter()
-                    .min_by_key(|(_, e)| e.stored)
-                    .map(|(k, _)| k.clone())
-                {
-                    entries.remove(&oldest);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.entries.len() >= self.capacity && !state.entries.contains_key(&key) {
+            if now.saturating_duration_since(state.last_sweep) >= SWEEP_EVERY {
+                state.last_sweep = now;
+                state
+                    .entries
+                    .retain(|_, e| now.saturating_duration_since(e.stored) < e.ttl);
+            }
+            if state.entries.len() >= self.capacity {
+                // Still full: drop an arbitrary entry (CoreDNS evicts at random).
+                if let Some(victim) = state.entries.keys().next().cloned() {
+                    state.entries.remove(&victim);
                 }
             }
         }
-        entries.insert(
+        state.entries.insert(
             key,
             Entry {
                 response: response.clone(),
@@ -144,7 +156,7 @@ impl<C: Clock> Cache<C> {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+        self.state.lock().map(|s| s.entries.len()).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -330,23 +342,26 @@ mod tests {
     }
 
     #[test]
-    fn full_cache_drops_expired_then_oldest() {
+    fn full_cache_drops_expired_then_any() {
         let (c, clock) = cache();
         let ok = response(ResponseCode::NoError, Some(30), None);
         let short = response(ResponseCode::NoError, Some(1), None);
         c.insert(key("a"), &ok);
-        clock.advance(Duration::from_secs(1));
         c.insert(key("b"), &short);
         c.insert(key("c"), &ok);
         clock.advance(Duration::from_secs(2));
-        // b has expired: it goes first.
+        // b has expired: it goes, the live ones stay.
         c.insert(key("d"), &ok);
         assert_eq!(c.len(), 3);
-        assert!(c.get(&key("a")).is_some());
-        // Now full of live entries: the oldest (a) goes.
+        for k in ["a", "c", "d"] {
+            assert!(c.get(&key(k)).is_some(), "{k}");
+        }
+        // Full of live entries: one of them makes room; the new one is in.
         c.insert(key("e"), &ok);
-        assert!(c.get(&key("a")).is_none());
+        assert_eq!(c.len(), 3);
         assert!(c.get(&key("e")).is_some());
-        assert!(c.get(&key("c")).is_some());
+        // Replacing a present key never evicts.
+        c.insert(key("e"), &ok);
+        assert_eq!(c.len(), 3);
     }
 }

@@ -96,8 +96,8 @@ impl ClusterDns {
             .and_then(|l| l.local_addr().ok())
     }
 
-    /// Serves until the task is dropped.
-    pub async fn run(self, client: kube::Client) {
+    /// Starts the listeners with an empty (not yet synced) zone.
+    fn start(self) -> (Arc<ClusterHandler>, Config, SocketAddr, Option<u16>) {
         let served = self.local_addr();
         let metrics_port = self.metrics_addr().map(|a| a.port());
         let metrics = Arc::new(Metrics::new(false));
@@ -111,11 +111,23 @@ impl ClusterDns {
         if let Some(l) = self.metrics_listener {
             tokio::spawn(metrics::serve(l, metrics));
         }
-        if let Some(ip) = self.cfg.service_ip {
+        (handler, self.cfg, served, metrics_port)
+    }
+
+    /// Serves a fixed zone, without the API (benchmarks). Returns at once.
+    pub fn serve_zone(self, zone: Zone) {
+        let (handler, ..) = self.start();
+        *handler.zone.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(zone));
+    }
+
+    /// Serves until the task is dropped.
+    pub async fn run(self, client: kube::Client) {
+        let (handler, cfg, served, metrics_port) = self.start();
+        if let Some(ip) = cfg.service_ip {
             let kube_dns = KubeDns {
                 client: client.clone(),
                 cluster_ip: ip,
-                advertise: self.cfg.advertise,
+                advertise: cfg.advertise,
                 dns_port: served.port(),
                 metrics_port,
             };
@@ -126,8 +138,8 @@ impl ClusterDns {
                 }
             });
         }
-        info!(addr = %served, domain = %self.cfg.domain, "cluster DNS serving");
-        watch_zone(client, &self.cfg.domain, &handler).await;
+        info!(addr = %served, domain = %cfg.domain, "cluster DNS serving");
+        watch_zone(client, &cfg.domain, &handler).await;
     }
 }
 
