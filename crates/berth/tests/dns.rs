@@ -539,3 +539,109 @@ fn node_local_cache_hits_expires_denials_and_asks_over_tcp() {
         BTreeSet::from([cluster_ip])
     );
 }
+
+/// A server with the real node agent (containerd, CNI), its Node Ready.
+fn agent_server(tag: &str, extra: &[&str]) -> Server {
+    let s = Server::start_with_agent_args(tag, extra);
+    wait_for("node Ready", Duration::from_secs(90), || {
+        let out = s.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
+        ]);
+        String::from_utf8_lossy(&out.stdout) == "True"
+    });
+    s
+}
+
+/// Runs `script` in a busybox pod to completion; returns whether it succeeded
+/// and what it printed.
+fn run_pod(s: &Server, name: &str, script: &str) -> (bool, String) {
+    let yaml = format!(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox:latest
+    command: [\"sh\", \"-c\", {script:?}]
+"
+    );
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(&yaml));
+    let mut phase = String::new();
+    wait_for("the pod to finish", Duration::from_secs(90), || {
+        phase = s.k(&["get", "pod", name, "-o", "jsonpath={.status.phase}"]);
+        phase == "Succeeded" || phase == "Failed"
+    });
+    let logs = String::from_utf8_lossy(&s.kubectl(&["logs", name]).stdout).into_owned();
+    (phase == "Succeeded", logs)
+}
+
+/// busybox's nslookup of `names`, retried until each answer names `ip`.
+fn lookup_script(names: &[&str], ip: &str, prelude: &str) -> String {
+    let checks: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!("nslookup {n} > /tmp/out 2>&1; cat /tmp/out; grep -qwF {ip} /tmp/out || ok=0;")
+        })
+        .collect();
+    format!(
+        "{prelude} for i in $(seq 1 30); do ok=1; {} [ $ok = 1 ] && exit 0; sleep 1; done; exit 1",
+        checks.join(" ")
+    )
+}
+
+/// Issue 6's acceptance: from a busybox pod, the Service's full name and its
+/// short name (resolv.conf search path) resolve to the ClusterIP, through
+/// 10.43.0.10, which the service proxy sends to the cluster DNS.
+#[test]
+fn pod_resolves_service_names_through_the_cluster_dns() {
+    let s = agent_server("dns-pod", &[]);
+    s.k(&["create", "service", "clusterip", "web", "--tcp=80:80"]);
+    let ip = s.k(&["get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"]);
+    let script = lookup_script(&["web.default.svc.cluster.local", "web"], &ip, "");
+    let (ok, logs) = run_pod(&s, "lookup", &script);
+    assert!(ok, "pod lookups of web did not return {ip}:\n{logs}");
+}
+
+/// NodeLocal DNSCache on a real node: pods' nameserver is 169.254.20.10 (the
+/// `nodelocaldns` dummy interface, or lo), repeated lookups hit the cache, misses go to
+/// the cluster DNS over TCP, and the interface goes away with the server.
+#[test]
+fn pods_use_node_local_dns_cache() {
+    let s = agent_server("dns-nodelocal", &["--node-local-dns"]);
+    s.k(&["create", "service", "clusterip", "web", "--tcp=80:80"]);
+    let ip = s.k(&["get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"]);
+    let names = [
+        "web.default.svc.cluster.local",
+        "web.default.svc.cluster.local",
+    ];
+    let prelude =
+        "grep -q 'nameserver 169.254.20.10' /etc/resolv.conf || { cat /etc/resolv.conf; exit 1; };";
+    let (ok, logs) = run_pod(&s, "cached", &lookup_script(&names, &ip, prelude));
+    assert!(ok, "lookups through the cache failed:\n{logs}");
+    let text = String::from_utf8_lossy(&s.curl(&["-s", "http://127.0.0.1:9253/metrics"]).stdout)
+        .into_owned();
+    assert!(metric(&text, "coredns_cache_hits_total") >= 1.0, "{text}");
+    assert!(
+        metric(
+            &text,
+            "coredns_forward_requests_total{to=\"10.43.0.10:53\",proto=\"tcp\"}"
+        ) >= 1.0,
+        "{text}"
+    );
+    drop(s);
+    // The address (on the nodelocaldns dummy link, or on lo where the kernel has
+    // no dummy links) goes with the server.
+    let addrs = std::process::Command::new("ip")
+        .args(["-o", "addr", "show"])
+        .output()
+        .expect("ip");
+    let addrs = String::from_utf8_lossy(&addrs.stdout);
+    assert!(!addrs.contains("169.254.20.10"), "left behind:\n{addrs}");
+}

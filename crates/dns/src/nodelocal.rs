@@ -15,7 +15,7 @@ use tracing::{debug, info, warn};
 use crate::Error;
 use crate::cache::{self, Cache, Clock, Key, Kind, SystemClock};
 use crate::forward::{self, Forwarder};
-use crate::iface::Links;
+use crate::iface::{Links, Placed};
 use crate::metrics::{self, Metrics};
 use crate::serve::{Handler, Listeners, Proto};
 use crate::wire::{self, Parsed};
@@ -45,31 +45,35 @@ pub struct NodeLocalDns {
     addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     tasks: Vec<JoinHandle<()>>,
-    interface: Option<String>,
+    placed: Option<Placed>,
+    ip: std::net::IpAddr,
     links: Box<dyn Links>,
 }
 
 impl NodeLocalDns {
     /// Creates the interface, binds and starts serving.
     pub async fn start(cfg: Config, links: Box<dyn Links>) -> Result<NodeLocalDns, Error> {
-        if let Some(name) = &cfg.interface {
-            links.add_dummy(name, cfg.bind.ip())?;
-        }
+        let ip = cfg.bind.ip();
+        let placed = match &cfg.interface {
+            Some(name) => Some(links.add(name, ip)?),
+            None => None,
+        };
         let started = Self::serve(&cfg).await;
         match started {
             Ok((addr, metrics_addr, tasks)) => {
-                info!(%addr, upstreams = ?cfg.upstreams, "NodeLocal DNSCache serving");
+                info!(%addr, ?placed, upstreams = ?cfg.upstreams, "NodeLocal DNSCache serving");
                 Ok(NodeLocalDns {
                     addr,
                     metrics_addr,
                     tasks,
-                    interface: cfg.interface,
+                    placed,
+                    ip,
                     links,
                 })
             }
             Err(e) => {
-                if let Some(name) = &cfg.interface {
-                    let _ = links.delete(name);
+                if let Some(p) = &placed {
+                    let _ = links.remove(p, ip);
                 }
                 Err(e)
             }
@@ -126,12 +130,10 @@ impl NodeLocalDns {
         for t in &self.tasks {
             t.abort();
         }
-        if let Some(name) = &self.interface {
-            match self.links.delete(name) {
-                Ok(()) => info!(interface = %name, "removed the NodeLocal DNSCache interface"),
-                Err(e) => {
-                    warn!(interface = %name, error = %e, "removing the NodeLocal DNSCache interface")
-                }
+        if let Some(p) = &self.placed {
+            match self.links.remove(p, self.ip) {
+                Ok(()) => info!(placed = ?p, "removed the NodeLocal DNSCache address"),
+                Err(e) => warn!(placed = ?p, error = %e, "removing the NodeLocal DNSCache address"),
             }
         }
     }
@@ -233,12 +235,15 @@ mod tests {
     struct FakeLinks(Arc<Mutex<Vec<String>>>);
 
     impl Links for FakeLinks {
-        fn add_dummy(&self, name: &str, ip: std::net::IpAddr) -> Result<(), Error> {
+        fn add(&self, name: &str, ip: std::net::IpAddr) -> Result<Placed, Error> {
             self.0.lock().unwrap().push(format!("add {name} {ip}"));
-            Ok(())
+            Ok(Placed::Dummy(name.into()))
         }
-        fn delete(&self, name: &str) -> Result<(), Error> {
-            self.0.lock().unwrap().push(format!("del {name}"));
+        fn remove(&self, placed: &Placed, ip: std::net::IpAddr) -> Result<(), Error> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("remove {placed:?} {ip}"));
             Ok(())
         }
     }
@@ -264,7 +269,10 @@ mod tests {
         n.shutdown().await;
         assert_eq!(
             *links.0.lock().unwrap(),
-            vec!["add nodelocaldns 127.0.0.1", "del nodelocaldns"]
+            vec![
+                "add nodelocaldns 127.0.0.1",
+                "remove Dummy(\"nodelocaldns\") 127.0.0.1"
+            ]
         );
     }
 
@@ -280,7 +288,10 @@ mod tests {
         assert!(err.to_string().contains("binding"), "{err}");
         assert_eq!(
             *links.0.lock().unwrap(),
-            vec!["add nodelocaldns 127.0.0.1", "del nodelocaldns"]
+            vec![
+                "add nodelocaldns 127.0.0.1",
+                "remove Dummy(\"nodelocaldns\") 127.0.0.1"
+            ]
         );
     }
 }
