@@ -196,7 +196,7 @@ fn metrics(s: &Server, addr: SocketAddr) -> String {
 }
 
 /// A fake upstream resolver on loopback: answers every A question with 192.0.2.1
-/// (TEST-NET-1) and counts what it got.
+/// (TEST-NET-1), other types with no records, and counts what it got.
 fn fake_upstream() -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = sock.local_addr().unwrap();
@@ -213,7 +213,11 @@ fn fake_upstream() -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize
             resp.metadata.recursion_desired = req.metadata.recursion_desired;
             resp.metadata.recursion_available = true;
             resp.queries = req.queries.clone();
-            if let Some(q) = req.queries.first() {
+            if let Some(q) = req
+                .queries
+                .first()
+                .filter(|q| q.query_type() == RecordType::A)
+            {
                 resp.add_answer(Record::from_rdata(
                     q.name().clone(),
                     60,
@@ -540,9 +544,15 @@ fn node_local_cache_hits_expires_denials_and_asks_over_tcp() {
     );
 }
 
-/// A server with the real node agent (containerd, CNI), its Node Ready.
+/// A server with the real node agent (containerd, CNI), its Node Ready. Names
+/// outside the cluster (busybox's nslookup walks the search path down to the
+/// bare name) go to a fake upstream on loopback.
 fn agent_server(tag: &str, extra: &[&str]) -> Server {
-    let s = Server::start_with_agent_args(tag, extra);
+    let (upstream, _) = fake_upstream();
+    let upstream = upstream.to_string();
+    let mut args = vec!["--cluster-dns-upstream", upstream.as_str()];
+    args.extend_from_slice(extra);
+    let s = Server::start_with_agent_args(tag, &args);
     wait_for("node Ready", Duration::from_secs(90), || {
         let out = s.kubectl(&[
             "get",
