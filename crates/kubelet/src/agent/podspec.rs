@@ -86,7 +86,25 @@ fn dns(ctx: &NodeContext, pod: &Pod) -> Option<DnsConfig> {
             });
         }
     }
+    fit_dns_limits(&mut cfg);
     Some(cfg)
+}
+
+/// Upstream's omitDuplicates and formDNSConfigFitsLimits: repeated servers and
+/// searches dropped, at most 3 nameservers, 32 search domains of 2048 characters.
+fn fit_dns_limits(cfg: &mut DnsConfig) {
+    const MAX_NAMESERVERS: usize = 3;
+    const MAX_SEARCHES: usize = 32;
+    const MAX_SEARCH_CHARS: usize = 2048;
+    let mut seen = std::collections::HashSet::new();
+    cfg.servers.retain(|s| seen.insert(s.clone()));
+    cfg.servers.truncate(MAX_NAMESERVERS);
+    let mut seen = std::collections::HashSet::new();
+    cfg.searches.retain(|s| seen.insert(s.clone()));
+    cfg.searches.truncate(MAX_SEARCHES);
+    while cfg.searches.join(" ").len() > MAX_SEARCH_CHARS {
+        cfg.searches.pop();
+    }
 }
 
 pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConfig {
@@ -100,11 +118,21 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
     let hostname = if spec.host_network.unwrap_or(false) {
         String::new()
     } else {
-        spec.hostname
+        let short = spec
+            .hostname
             .clone()
             .unwrap_or_else(|| name.chars().take(63).collect::<String>())
             .trim_end_matches(['-', '.'])
-            .to_string()
+            .to_string();
+        // setHostnameAsFQDN: `hostname.subdomain.ns.svc.<domain>` (64 characters
+        // at most, as upstream; a longer one keeps the short name).
+        match spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
+            Some(sub) if spec.set_hostname_as_fqdn == Some(true) => {
+                let fqdn = format!("{short}.{sub}.{ns}.svc.{}", ctx.cluster_domain);
+                if fqdn.len() <= 64 { fqdn } else { short }
+            }
+            _ => short,
+        }
     };
     let port_mappings = spec
         .containers
@@ -306,6 +334,101 @@ mod tests {
         assert_eq!(dns.servers, vec!["10.43.0.10"]);
         assert_eq!(dns.searches[0], "ns1.svc.cluster.local");
         assert_eq!(dns.options, vec!["ndots:5"]);
+    }
+
+    #[test]
+    fn dns_config_merges_without_duplicates_within_limits() {
+        let cases = [
+            // dnsConfig adds to ClusterFirst; repeats go.
+            (
+                serde_json::json!({"dnsConfig": {"nameservers": ["10.43.0.10", "1.1.1.1"],
+                    "searches": ["svc.cluster.local", "corp.example"],
+                    "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}}),
+                vec!["10.43.0.10", "1.1.1.1"],
+                vec![
+                    "ns1.svc.cluster.local",
+                    "svc.cluster.local",
+                    "cluster.local",
+                    "corp.example",
+                ],
+                vec!["ndots:2", "edns0"],
+            ),
+            // At most 3 nameservers.
+            (
+                serde_json::json!({"dnsConfig": {"nameservers": ["1.1.1.1", "2.2.2.2", "3.3.3.3"]}}),
+                vec!["10.43.0.10", "1.1.1.1", "2.2.2.2"],
+                vec![
+                    "ns1.svc.cluster.local",
+                    "svc.cluster.local",
+                    "cluster.local",
+                ],
+                vec!["ndots:5"],
+            ),
+            // None: only dnsConfig.
+            (
+                serde_json::json!({"dnsPolicy": "None", "dnsConfig": {"nameservers": ["9.9.9.9"], "searches": ["a.example", "a.example"]}}),
+                vec!["9.9.9.9"],
+                vec!["a.example"],
+                vec![],
+            ),
+        ];
+        for (extra, servers, searches, options) in cases {
+            let mut spec = serde_json::json!({"containers": []});
+            for (k, v) in extra.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            let p = pod(
+                serde_json::json!({"metadata": {"name": "p", "namespace": "ns1", "uid": "u"}, "spec": spec}),
+            );
+            let dns = sandbox_config(&ctx(), &p, 0).dns.unwrap();
+            assert_eq!(
+                (dns.servers, dns.searches, dns.options),
+                (
+                    servers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    searches.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    options.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                ),
+                "{extra}"
+            );
+        }
+        // 40 long search domains: 32 at most, 2048 characters at most.
+        let many: Vec<String> = (0..40)
+            .map(|i| format!("{i:02}{}", "x".repeat(60)))
+            .collect();
+        let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u"},
+            "spec": {"dnsPolicy": "None", "containers": [], "dnsConfig": {"searches": many}}}));
+        let dns = sandbox_config(&ctx(), &p, 0).dns.unwrap();
+        assert_eq!(dns.searches.len(), 32);
+        assert!(dns.searches.join(" ").len() <= 2048);
+    }
+
+    #[test]
+    fn set_hostname_as_fqdn_uses_the_subdomain_name() {
+        let cases = [
+            (
+                serde_json::json!({"hostname": "web-0", "subdomain": "nginx", "setHostnameAsFQDN": true}),
+                "web-0.nginx.ns1.svc.cluster.local",
+            ),
+            (
+                serde_json::json!({"hostname": "web-0", "subdomain": "nginx"}),
+                "web-0",
+            ),
+            (serde_json::json!({"setHostnameAsFQDN": true}), "p"),
+            (
+                serde_json::json!({"hostname": "h".repeat(40), "subdomain": "nginx", "setHostnameAsFQDN": true}),
+                "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+            ),
+        ];
+        for (extra, want) in cases {
+            let mut spec = serde_json::json!({"containers": []});
+            for (k, v) in extra.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            let p = pod(
+                serde_json::json!({"metadata": {"name": "p", "namespace": "ns1", "uid": "u"}, "spec": spec}),
+            );
+            assert_eq!(sandbox_config(&ctx(), &p, 0).hostname, want, "{extra}");
+        }
     }
 
     #[test]
