@@ -71,7 +71,7 @@ pub struct Answer {
     /// NXDOMAIN when true, else NOERROR.
     pub nxdomain: bool,
     pub answers: Vec<(String, Data)>,
-    /// A/AAAA of SRV targets.
+    /// A/AAAA of SRV and NS targets (glue).
     pub additionals: Vec<(String, Data)>,
     /// The zone's SOA goes in the authority section (negative answers).
     pub soa: bool,
@@ -134,6 +134,22 @@ impl Zone {
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
             z.add_service(ns, name, svc, slices);
+            // The apex's NS target names the DNS Service's IPs, as CoreDNS does.
+            if (ns, name) == ("kube-system", "kube-dns")
+                && let Some(ips) = z
+                    .names
+                    .get(&format!("kube-dns.kube-system.svc.{}", z.domain))
+            {
+                let ips: Vec<Data> = ips
+                    .iter()
+                    .filter(|d| matches!(d, Data::A(_) | Data::Aaaa(_)))
+                    .cloned()
+                    .collect();
+                let ns_name = format!("ns.dns.{}", z.domain);
+                for ip in ips {
+                    z.push(ns_name.clone(), ip);
+                }
+            }
         }
         z.index_parents();
         z
@@ -329,7 +345,7 @@ impl Zone {
         };
         for d in matching {
             out.answers.push((name.to_string(), d.clone()));
-            if let Data::Srv { target, .. } = d {
+            if let Data::Srv { target, .. } | Data::Ns(target) = d {
                 for t in self.names.get(target).into_iter().flatten() {
                     if matches!(t, Data::A(_) | Data::Aaaa(_)) {
                         let extra = (target.clone(), t.clone());

@@ -20,6 +20,10 @@ fn zone() -> Zone {
             "spec": {"clusterIP": "None"}})),
         svc(json!({"metadata": {"name": "ext", "namespace": "default"},
             "spec": {"type": "ExternalName", "externalName": "Example.COM."}})),
+        svc(
+            json!({"metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {"clusterIP": "10.43.0.10", "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}}),
+        ),
         svc(json!({"metadata": {"name": "dual", "namespace": "default"},
             "spec": {"clusterIP": "10.43.0.30", "clusterIPs": ["10.43.0.30", "fd00::30"]}})),
     ];
@@ -163,6 +167,41 @@ fn lookups() {
             "cluster.local",
             RecordType::SOA,
             answer("cluster.local", vec![Data::Soa]),
+        ),
+        (
+            "cluster.local",
+            RecordType::NS,
+            Lookup::Answer(Answer {
+                answers: vec![(
+                    "cluster.local".into(),
+                    Data::Ns("ns.dns.cluster.local".into()),
+                )],
+                additionals: vec![("ns.dns.cluster.local".into(), a("10.43.0.10"))],
+                ..Default::default()
+            }),
+        ),
+        (
+            "ns.dns.cluster.local",
+            RecordType::A,
+            answer("ns.dns.cluster.local", vec![a("10.43.0.10")]),
+        ),
+        (
+            "_dns._udp.kube-dns.kube-system.svc.cluster.local",
+            RecordType::SRV,
+            Lookup::Answer(Answer {
+                answers: vec![(
+                    "_dns._udp.kube-dns.kube-system.svc.cluster.local".into(),
+                    Data::Srv {
+                        port: 53,
+                        target: "kube-dns.kube-system.svc.cluster.local".into(),
+                    },
+                )],
+                additionals: vec![(
+                    "kube-dns.kube-system.svc.cluster.local".into(),
+                    a("10.43.0.10"),
+                )],
+                ..Default::default()
+            }),
         ),
     ];
     for (name, qtype, want) in cases {
