@@ -186,6 +186,9 @@ impl Agent {
                 cluster_dns: cfg.cluster_dns.clone(),
                 cluster_domain: cfg.cluster_domain.clone(),
                 memory_capacity,
+                host_dns: std::fs::read_to_string("/etc/resolv.conf")
+                    .map(|t| podspec::parse_resolv_conf(&t))
+                    .unwrap_or_default(),
             },
             node_name: cfg.node_name.clone(),
             host_ip,

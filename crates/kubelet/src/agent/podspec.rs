@@ -24,6 +24,27 @@ pub struct NodeContext {
     pub cluster_dns: Vec<String>,
     pub cluster_domain: String,
     pub memory_capacity: i64,
+    /// The node's resolv.conf: dnsPolicy Default, and the search domains
+    /// ClusterFirst pods get after the cluster's.
+    pub host_dns: DnsConfig,
+}
+
+/// A resolv.conf's nameservers, search domains (the last `search` or `domain`
+/// line) and options, as upstream's kubelet reads the node's.
+pub fn parse_resolv_conf(text: &str) -> DnsConfig {
+    let mut cfg = DnsConfig::default();
+    for line in text.lines() {
+        let line = line.split(['#', ';']).next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("nameserver") => cfg.servers.extend(words.next().map(str::to_string)),
+            Some("search") => cfg.searches = words.map(str::to_string).collect(),
+            Some("domain") => cfg.searches = words.next().map(str::to_string).into_iter().collect(),
+            Some("options") => cfg.options.extend(words.map(str::to_string)),
+            _ => {}
+        }
+    }
+    cfg
 }
 
 pub fn meta(pod: &Pod) -> (&str, &str, &str) {
@@ -58,19 +79,28 @@ fn dns(ctx: &NodeContext, pod: &Pod) -> Option<DnsConfig> {
     let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
     let ns = meta(pod).1;
     let d = &ctx.cluster_domain;
+    // The cluster's search path, then the node's (generateSearchesForDNSClusterFirst).
+    let cluster_searches = || {
+        let mut s = vec![format!("{ns}.svc.{d}"), format!("svc.{d}"), d.clone()];
+        s.extend(ctx.host_dns.searches.iter().cloned());
+        s
+    };
     let mut cfg = match policy {
         "ClusterFirst" if !host_network && !ctx.cluster_dns.is_empty() => DnsConfig {
             servers: ctx.cluster_dns.clone(),
-            searches: vec![format!("{ns}.svc.{d}"), format!("svc.{d}"), d.clone()],
+            searches: cluster_searches(),
             options: vec!["ndots:5".into()],
         },
         "ClusterFirstWithHostNet" if !ctx.cluster_dns.is_empty() => DnsConfig {
             servers: ctx.cluster_dns.clone(),
-            searches: vec![format!("{ns}.svc.{d}"), format!("svc.{d}"), d.clone()],
+            searches: cluster_searches(),
             options: vec!["ndots:5".into()],
         },
         "None" => DnsConfig::default(),
-        // Default (and ClusterFirst without cluster DNS): the node's resolv.conf.
+        // Default (and ClusterFirst without cluster DNS) with a dnsConfig: the
+        // node's resolv.conf merged with it.
+        _ if spec.dns_config.is_some() => ctx.host_dns.clone(),
+        // Without one, the runtime gives the node's resolv.conf as it is.
         _ => return None,
     };
     if let Some(pc) = &spec.dns_config {
@@ -308,6 +338,7 @@ mod tests {
             cluster_dns: vec!["10.43.0.10".into()],
             cluster_domain: "cluster.local".into(),
             memory_capacity: 1 << 30,
+            host_dns: DnsConfig::default(),
         }
     }
 
@@ -400,6 +431,43 @@ mod tests {
         let dns = sandbox_config(&ctx(), &p, 0).dns.unwrap();
         assert_eq!(dns.searches.len(), 32);
         assert!(dns.searches.join(" ").len() <= 2048);
+    }
+
+    #[test]
+    fn the_nodes_resolv_conf_feeds_default_and_cluster_first() {
+        let host = parse_resolv_conf(
+            "# node\nnameserver 10.0.0.2\nsearch old.example\nsearch corp.example lab.example ; x\noptions edns0 timeout:2\n",
+        );
+        assert_eq!(host.servers, vec!["10.0.0.2"]);
+        assert_eq!(host.searches, vec!["corp.example", "lab.example"]);
+        assert_eq!(host.options, vec!["edns0", "timeout:2"]);
+        let ctx = NodeContext {
+            host_dns: host,
+            ..ctx()
+        };
+        let p = pod(
+            serde_json::json!({"metadata": {"name": "p", "namespace": "ns1", "uid": "u"},
+            "spec": {"containers": []}}),
+        );
+        let dns = sandbox_config(&ctx, &p, 0).dns.unwrap();
+        assert_eq!(
+            dns.searches,
+            vec![
+                "ns1.svc.cluster.local",
+                "svc.cluster.local",
+                "cluster.local",
+                "corp.example",
+                "lab.example"
+            ]
+        );
+        assert_eq!(dns.options, vec!["ndots:5"]);
+        // Default with a dnsConfig: the node's settings plus the pod's.
+        let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u"},
+            "spec": {"dnsPolicy": "Default", "containers": [],
+                "dnsConfig": {"options": [{"name": "timeout", "value": "5"}]}}}));
+        let dns = sandbox_config(&ctx, &p, 0).dns.unwrap();
+        assert_eq!(dns.servers, vec!["10.0.0.2"]);
+        assert_eq!(dns.options, vec!["edns0", "timeout:5"]);
     }
 
     #[test]
