@@ -70,11 +70,24 @@ pub async fn start_cluster_dns(
     }
     let node = node_ip();
     let bind = args.cluster_dns_bind.unwrap_or(SocketAddr::new(node, 53));
-    let upstreams = if args.cluster_dns_upstream.is_empty() {
+    let mut upstreams = if args.cluster_dns_upstream.is_empty() {
         berth_dns::cluster::Config::system_upstreams()
     } else {
         args.cluster_dns_upstream.clone()
     };
+    // A node whose resolv.conf names the cluster DNS itself would loop (what
+    // CoreDNS's loop plugin detects): such upstreams are dropped.
+    let own: Vec<IpAddr> = cluster_dns
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .chain([bind.ip()])
+        .collect();
+    upstreams.retain(|u| !(u.port() == bind.port() && own.contains(&u.ip())) && *u != bind);
+    if upstreams.is_empty() {
+        tracing::warn!(
+            "cluster DNS: no upstream resolvers; names outside the cluster get SERVFAIL"
+        );
+    }
     let cfg = berth_dns::cluster::Config {
         bind,
         metrics: Some(
