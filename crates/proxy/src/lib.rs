@@ -6,8 +6,10 @@
 //! - [`ruleset`]: whole-table and incremental nft transactions, the repair fingerprint.
 //! - [`nft`]: the kernel boundary ([`nft::NftBackend`]: `nft -f -`, or a fake).
 //! - [`syncer`]: applies rulesets, checks the table, cleans up.
+//! - [`conntrack`]: stale UDP conntrack entries after endpoint changes.
 //! - [`proxier`]: the kube-rs watches and the sync loop.
 
+pub mod conntrack;
 pub mod convert;
 pub mod model;
 pub mod nft;
@@ -27,8 +29,8 @@ pub const TABLE: &str = "berth-proxy";
 pub enum Error {
     #[error("nft: {0}")]
     Nft(String),
-    #[error("watching {kind}: {message}")]
-    Watch { kind: &'static str, message: String },
+    #[error("conntrack: {0}")]
+    Conntrack(String),
 }
 
 /// The proxy's settings (kube-proxy's flags where they exist).

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use crate::conntrack::{self, Conntrack, ConntrackCli};
 use crate::nft::{Nft, NftBackend};
 use crate::ruleset::Table;
 use crate::syncer::{SyncKind, Syncer};
@@ -78,13 +79,23 @@ pub async fn start(client: kube::Client, cfg: Config) -> Result<Proxy, Error> {
     for w in sysctl::prepare_node(&sysctl::ProcSysctl) {
         warn!("service proxy: {w}");
     }
-    Ok(start_with(client, cfg, Arc::new(nft)))
+    Ok(start_with(
+        client,
+        cfg,
+        Arc::new(nft),
+        Arc::new(ConntrackCli),
+    ))
 }
 
-/// Starts the proxy loop over `backend`.
-pub fn start_with(client: kube::Client, cfg: Config, backend: Arc<dyn NftBackend>) -> Proxy {
+/// Starts the proxy loop over `backend` and `conntrack`.
+pub fn start_with(
+    client: kube::Client,
+    cfg: Config,
+    backend: Arc<dyn NftBackend>,
+    conntrack: Arc<dyn Conntrack>,
+) -> Proxy {
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(run(client, cfg, backend, stopped));
+    let task = tokio::spawn(run(client, cfg, backend, conntrack, stopped));
     Proxy { stop, task }
 }
 
@@ -111,6 +122,7 @@ async fn run(
     client: kube::Client,
     cfg: Config,
     backend: Arc<dyn NftBackend>,
+    conntrack: Arc<dyn Conntrack>,
     mut stop: watch::Receiver<bool>,
 ) {
     let changed = Arc::new(Notify::new());
@@ -131,6 +143,9 @@ async fn run(
     }
     info!(node = %cfg.node.node_name, table = %cfg.table, "service proxy running");
     let mut last_sync: Option<Instant> = None;
+    // The Service ports of the last applied sync, for stale UDP conntrack entries.
+    let mut applied_inputs: Option<Vec<_>> = None;
+    let mut conntrack_warned = false;
     let mut next_check = Instant::now() + cfg.sync_period;
     // A sync is owed: at start, after a change, after a failure, for pending deletes.
     let mut due = true;
@@ -162,10 +177,8 @@ async fn run(
                 continue;
             }
         }
-        let desired = model::build(
-            &cfg.node,
-            &convert::inputs(&services.state(), &slices.state()),
-        );
+        let inputs = convert::inputs(&services.state(), &slices.state());
+        let desired = model::build(&cfg.node, &inputs);
         let started = Instant::now();
         let (s, r) = blocking(syncer, move |s| s.sync(&desired)).await;
         syncer = s;
@@ -176,6 +189,27 @@ async fn run(
                     debug!(?kind, elapsed = ?started.elapsed(), "service proxy synced");
                 }
                 due = syncer.has_pending();
+                let flushes =
+                    conntrack::stale(&cfg.node.node_name, applied_inputs.as_deref(), &inputs);
+                applied_inputs = Some(inputs);
+                if !flushes.is_empty() {
+                    let ct = conntrack.clone();
+                    let errors = tokio::task::spawn_blocking(move || {
+                        flushes
+                            .iter()
+                            .filter_map(|f| ct.delete(f).err())
+                            .collect::<Vec<_>>()
+                    })
+                    .await
+                    .unwrap_or_default();
+                    // A missing conntrack program says so once, not every sync.
+                    if let Some(e) = errors.first()
+                        && !conntrack_warned
+                    {
+                        warn!(error = %e, "service proxy: cannot clear stale UDP conntrack entries");
+                        conntrack_warned = true;
+                    }
+                }
             }
             Err(e) => {
                 warn!(error = %e, "service proxy: sync failed; retrying");
