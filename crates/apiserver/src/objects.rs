@@ -29,15 +29,140 @@ pub fn key(rt: &ResourceType, namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// Serialises an object for storage, leaving out `resourceVersion`.
+/// Serialises an object for storage, leaving out `resourceVersion` (without
+/// copying the object: writes are the API server's hottest path).
 pub fn encode(obj: &Value) -> ApiResult<Bytes> {
-    let mut obj = obj.clone();
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-    }
-    serde_json::to_vec(&obj)
+    serde_json::to_vec(&WithoutResourceVersion(obj))
         .map(Bytes::from)
         .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// Serialises like the object, less `metadata.resourceVersion`.
+struct WithoutResourceVersion<'a>(&'a Value);
+
+impl serde::Serialize for WithoutResourceVersion<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(top) = self.0.as_object() else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(top.len()))?;
+        for (k, v) in top {
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    map.serialize_entry(k, &MetaWithout(meta))?;
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+struct MetaWithout<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for MetaWithout<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let fields = self.0.iter().filter(|(k, _)| *k != "resourceVersion");
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in fields {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// What selectors can look at, decoded from stored bytes without building the
+/// whole object: `metadata.name`, `metadata.namespace`, `metadata.labels`,
+/// every scalar at the top level or one object down (`spec.nodeName`,
+/// `status.phase`, `involvedObject.kind`, `type`), and `status.podIPs`. Field
+/// and label selectors read nothing else (see `berth_api::selector::field_value`);
+/// a watch filters each event with it instead of decoding the object.
+pub fn selectable(bytes: &[u8]) -> Option<Value> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = Project::Top.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(v)
+}
+
+/// Where [`selectable`]'s projection is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Project {
+    /// The object itself.
+    Top,
+    /// A top-level field's value; `metadata` and `status` keep one list or map whole.
+    Field { metadata: bool, status: bool },
+    /// One level further: scalars only.
+    Leaf,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Project {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Project {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        // No selector reads into a list (the kept ones are decoded whole).
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Null)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v = match self {
+                Project::Top => map.next_value_seed(Project::Field {
+                    metadata: key == "metadata",
+                    status: key == "status",
+                })?,
+                Project::Field { metadata, status } => {
+                    if (metadata && key == "labels") || (status && key == "podIPs") {
+                        map.next_value::<Value>()?
+                    } else {
+                        map.next_value_seed(Project::Leaf)?
+                    }
+                }
+                Project::Leaf => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            out.insert(key, v);
+        }
+        if self == Project::Leaf {
+            return Ok(Value::Null);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// Reads a stored object, setting `resourceVersion` from the key's mod revision.
@@ -223,6 +348,137 @@ mod tests {
         }
         assert!(with_resource_version(b"[1,2]", 1).is_none());
         assert!(with_resource_version(br#"{"metadata": 5}"#, 1).is_none());
+    }
+
+    #[test]
+    fn selectors_see_the_same_fields_in_the_projection() {
+        use berth_api::selector::field_value;
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web", "tier": "x"},
+                "annotations": {"a": "b"}, "managedFields": [{"manager": "m"}], "resourceVersion": "3"},
+            "spec": {"nodeName": "n1", "restartPolicy": "Always", "schedulerName": "s",
+                "serviceAccountName": "sa", "hostNetwork": true,
+                "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                "podIPs": [{"ip": "10.0.0.2"}], "nominatedNodeName": "n2",
+                "conditions": [{"type": "Ready"}], "succeeded": 3, "replicas": 2}});
+        let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "ns"},
+            "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u",
+                "apiVersion": "v1", "resourceVersion": "7", "fieldPath": "spec.containers{c}"},
+            "reason": "Started", "reportingComponent": "kubelet", "source": {"component": "kubelet", "host": "h"},
+            "type": "Normal", "regarding": {"kind": "Pod", "name": "p"}, "reportingController": "k"});
+        let misc = json!({"metadata": {"name": "m"}, "type": "Opaque",
+            "spec": {"unschedulable": true, "clusterIP": "10.43.0.9", "type": "NodePort", "signerName": "x"},
+            "status": {"phase": "Active", "replicas": 4, "succeeded": 1}});
+        let cases: &[(&Value, (&str, &str), &[&str])] = &[
+            (
+                &pod,
+                ("Pod", ""),
+                &[
+                    "metadata.name",
+                    "metadata.namespace",
+                    "spec.nodeName",
+                    "spec.restartPolicy",
+                    "spec.schedulerName",
+                    "spec.serviceAccountName",
+                    "spec.hostNetwork",
+                    "status.phase",
+                    "status.podIP",
+                    "status.podIPs",
+                    "status.nominatedNodeName",
+                    "spec.host",
+                ],
+            ),
+            (
+                &event,
+                ("Event", ""),
+                &[
+                    "involvedObject.kind",
+                    "involvedObject.namespace",
+                    "involvedObject.name",
+                    "involvedObject.uid",
+                    "involvedObject.apiVersion",
+                    "involvedObject.resourceVersion",
+                    "involvedObject.fieldPath",
+                    "reason",
+                    "reportingComponent",
+                    "source",
+                    "type",
+                    "metadata.namespace",
+                    "metadata.name",
+                ],
+            ),
+            (
+                &event,
+                ("Event", "events.k8s.io"),
+                &[
+                    "reason",
+                    "regarding.kind",
+                    "regarding.name",
+                    "reportingController",
+                    "type",
+                ],
+            ),
+            (
+                &misc,
+                ("Node", ""),
+                &["metadata.name", "spec.unschedulable"],
+            ),
+            (&misc, ("Namespace", ""), &["status.phase"]),
+            (&misc, ("Secret", ""), &["type"]),
+            (&misc, ("ReplicationController", ""), &["status.replicas"]),
+            (&misc, ("Service", ""), &["spec.clusterIP", "spec.type"]),
+            (&misc, ("Job", "batch"), &["status.successful"]),
+            (
+                &misc,
+                ("CertificateSigningRequest", "certificates.k8s.io"),
+                &["spec.signerName"],
+            ),
+        ];
+        for (obj, kind, fields) in cases {
+            let bytes = encode(obj).unwrap();
+            let projected = selectable(&bytes).unwrap();
+            assert_eq!(labels(&projected), labels(obj));
+            for f in *fields {
+                let want = field_value(*kind, obj, f);
+                if *f != "status.podIPs" {
+                    assert!(
+                        want.as_deref().is_some_and(|v| !v.is_empty()),
+                        "{f} has a value"
+                    );
+                }
+                assert_eq!(field_value(*kind, &projected, f), want, "{kind:?} {f}");
+            }
+        }
+        // What no selector reads is left out.
+        let projected = selectable(&encode(&pod).unwrap()).unwrap();
+        assert!(
+            projected["spec"]
+                .get("containers")
+                .is_some_and(Value::is_null)
+        );
+        assert!(
+            projected["metadata"]
+                .get("managedFields")
+                .is_some_and(Value::is_null)
+        );
+        assert!(
+            projected["metadata"]
+                .get("annotations")
+                .is_some_and(Value::is_null)
+        );
+        assert!(selectable(b"{not json").is_none());
+    }
+
+    #[test]
+    fn encoding_leaves_out_only_the_resource_version() {
+        let obj = json!({"kind": "A", "metadata": {"name": "x", "resourceVersion": "5", "labels": {"resourceVersion": "1"}}, "spec": {"resourceVersion": 2}});
+        let back: Value = serde_json::from_slice(&encode(&obj).unwrap()).unwrap();
+        assert_eq!(
+            back,
+            json!({"kind": "A", "metadata": {"name": "x", "labels": {"resourceVersion": "1"}}, "spec": {"resourceVersion": 2}})
+        );
+        assert_eq!(&encode(&json!([1])).unwrap()[..], b"[1]");
     }
 
     #[test]

@@ -159,10 +159,19 @@ impl Rest {
     ) -> ApiResult<()> {
         let ns_rt = registry::lookup("", "v1", "namespaces")
             .ok_or_else(|| ApiError::internal("no namespaces"))?;
-        match self.store.get(&objects::key(ns_rt, None, ns)).await? {
+        let key = objects::key(ns_rt, None, ns);
+        // From the watch cache, as upstream's NamespaceLifecycle reads its informer;
+        // a namespace the cache has not seen yet is looked up in the store.
+        let found = match self.cache.get(&key) {
+            Some(s) => Some(objects::decode_at(&s.bytes, s.mod_revision)?),
+            None => match self.store.get(&key).await? {
+                Some(kv) => Some(objects::decode(&kv)?),
+                None => None,
+            },
+        };
+        match found {
             None => Err(ApiError::not_found(ns_rt, ns)),
-            Some(kv) => {
-                let obj = objects::decode(&kv)?;
+            Some(obj) => {
                 if objects::is_deleting(&obj) {
                     let mut e = ApiError::forbidden(format!(
                         "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
@@ -184,6 +193,31 @@ impl Rest {
     async fn ingress_classes(&self) -> ApiResult<Vec<Value>> {
         self.all_stored("networking.k8s.io", "v1", "ingressclasses")
             .await
+    }
+
+    /// PriorityClasses for Priority admission: from the watch cache, as
+    /// upstream's admission reads its informer; from the store when the pod
+    /// names a class the cache has not seen yet.
+    async fn priority_classes(&self, pod: &Value) -> ApiResult<Vec<Value>> {
+        let Some(rt) = registry::lookup("scheduling.k8s.io", "v1", "priorityclasses") else {
+            return Ok(Vec::new());
+        };
+        let (cached, _) = self.cache.snapshot(&objects::prefix(rt));
+        let classes = cached
+            .iter()
+            .map(|(_, s)| objects::decode_at(&s.bytes, s.mod_revision))
+            .collect::<ApiResult<Vec<_>>>()?;
+        let named = pod
+            .pointer("/spec/priorityClassName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        match named {
+            Some(n) if !classes.iter().any(|c| objects::name(c) == Some(n)) => {
+                self.all_stored("scheduling.k8s.io", "v1", "priorityclasses")
+                    .await
+            }
+            _ => Ok(classes),
+        }
     }
 
     /// Every stored object of a cluster-scoped resource (admission reads classes).
@@ -211,6 +245,36 @@ impl Rest {
             Some(kv) => Ok((objects::decode(&kv)?, kv)),
             None => Err(ApiError::not_found(rt, name)),
         }
+    }
+
+    /// The object a write starts from: from the watch cache when `cached` (as
+    /// upstream's GuaranteedUpdate starts from its cache), else from the store.
+    /// Every write based on it is guarded by its mod revision, so a cached
+    /// copy that is behind only costs a retry; the flag says which it was.
+    async fn current_for_write(&self, at: &At<'_>, cached: bool) -> ApiResult<Base> {
+        if cached {
+            let key = objects::key(at.rt, at.ns, at.name);
+            if let Some(s) = self.cache.get(&key) {
+                let kv = KeyValue {
+                    key,
+                    value: s.bytes.clone(),
+                    create_revision: 0,
+                    mod_revision: s.mod_revision,
+                    version: 0,
+                };
+                return Ok(Base {
+                    obj: objects::decode(&kv)?,
+                    kv,
+                    cached: true,
+                });
+            }
+        }
+        let (obj, kv) = self.current(at.rt, at.ns, at.name).await?;
+        Ok(Base {
+            obj,
+            kv,
+            cached: false,
+        })
     }
 
     /// Converts a stored object to the version the request asked for.
@@ -497,9 +561,7 @@ impl Rest {
         // Upstream's order: defaulting (decode), mutating admission, strategy, validation.
         berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
         if rt.kind == "Pod" {
-            let classes = self
-                .all_stored("scheduling.k8s.io", "v1", "priorityclasses")
-                .await?;
+            let classes = self.priority_classes(&obj).await?;
             berth_api::defaults::admit_pod(&mut obj, &classes).map_err(|m| {
                 let name = objects::name(&obj).unwrap_or("");
                 ApiError::forbidden(format!("pods \"{name}\" is forbidden: {m}"))
@@ -750,8 +812,9 @@ impl Rest {
                     return Err(ApiError::conflict(rt, &name));
                 }
                 let decoded = decode::decode_object(rt, doc, validation)?;
+                // Each attempt's warnings replace the last's (a retry repeats none).
                 if let Ok(mut w) = warnings.lock() {
-                    w.extend(decoded.warnings);
+                    *w = decoded.warnings;
                 }
                 Ok(decoded.obj)
             })
@@ -830,8 +893,9 @@ impl Rest {
             .write(rp, &name, &opts, |cur| {
                 let merged = run(Some(&cur))?;
                 let decoded = decode::decode_object(rt, merged, validation)?;
+                // Each attempt's warnings replace the last's (a retry repeats none).
                 if let Ok(mut w) = warnings.lock() {
-                    w.extend(decoded.warnings);
+                    *w = decoded.warnings;
                 }
                 Ok(decoded.obj)
             })
@@ -852,7 +916,7 @@ impl Rest {
         opts: &WriteOpts,
         mutate: impl Fn(Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
-        let (precondition, dry_run) = (&opts.precondition, opts.dry_run);
+        let dry_run = opts.dry_run;
         let scope = match rp.subresource.as_deref() {
             None => UpdateScope::Main,
             Some("status") => UpdateScope::Status,
@@ -863,83 +927,123 @@ impl Rest {
         };
         let rt = rp.rt;
         let ns = ns_of(rp);
+        let at = At { rt, ns, name };
+        // Services claim addresses on the way: they always start from the store.
+        let mut cached = !dry_run && !is_service(rt);
         for _ in 0..PATCH_RETRIES {
-            let (cur_stored, kv) = self.current(rt, ns, name).await?;
-            let cur = self.to_version(rt, cur_stored);
-            if let Some(rv) = &precondition
-                && rv != &kv.mod_revision.to_string()
-            {
-                return Err(ApiError::conflict(rt, name));
-            }
-            let mut new = mutate(cur.clone())?;
-            if let Some(m) = objects::meta_mut(&mut new) {
-                m.insert("name".into(), json!(name));
-                match ns {
-                    Some(ns) => m.insert("namespace".into(), json!(ns)),
-                    None => m.remove("namespace"),
-                };
-            }
-            berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
-            strategy::prepare_for_update(rt, scope, &mut new, &cur);
-            let service_spec = is_service(rt) && matches!(scope, UpdateScope::Main);
-            if service_spec {
-                self.services.prepare_update(&mut new, &cur)?;
-            }
-            if matches!(scope, UpdateScope::EphemeralContainers) {
-                let errs = berth_api::validation::validate_ephemeral_containers_update(&new, &cur);
-                self.invalid_if_any(rt, &new, errs)?;
-            } else {
-                self.validate(rt, &new, Some(&cur))?;
-            }
-            opts.managed.record(rt, Some(&cur), &mut new)?;
-            let claims = if service_spec {
-                self.services.claim(&mut new, Some(&cur), dry_run).await?
-            } else {
-                Default::default()
-            };
-            let stored = self.to_storage(rt, new);
-            if dry_run {
-                let mut v = stored;
-                objects::set_resource_version(&mut v, kv.mod_revision);
-                return Ok(self.to_version(rt, v));
-            }
-            let written = self
-                .write_stored(rt, ns, name, stored, kv, precondition.is_some())
-                .await;
-            match &written {
-                Ok(Some(v)) if is_service(rt) => {
-                    let gone = objects::is_deleting(v) && objects::finalizers(v).is_empty();
-                    self.services
-                        .release_unused(&cur, (!gone).then_some(v))
-                        .await;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => self.services.undo(claims).await,
-            }
-            match written? {
-                Some(v) => return Ok(v),
-                None => continue,
+            let base = self.current_for_write(&at, cached).await?;
+            cached = false;
+            let from_cache = base.cached;
+            match self.write_once(&at, opts, scope, &mutate, base).await {
+                Ok(Some(v)) => return Ok(v),
+                Ok(None) => continue,
+                // Judged on a cached copy: decide again on the store's.
+                Err(_) if from_cache => continue,
+                Err(e) => return Err(e),
             }
         }
         Err(ApiError::conflict(rt, name))
+    }
+
+    /// One attempt of [`Rest::write`] from `base`: `None` when the caller
+    /// should read again and retry.
+    async fn write_once(
+        &self,
+        at: &At<'_>,
+        opts: &WriteOpts,
+        scope: UpdateScope,
+        mutate: &impl Fn(Value) -> ApiResult<Value>,
+        base: Base,
+    ) -> ApiResult<Option<Value>> {
+        let (rt, ns, name) = (at.rt, at.ns, at.name);
+        let (precondition, dry_run) = (&opts.precondition, opts.dry_run);
+        let Base {
+            obj: cur_stored,
+            kv,
+            cached,
+        } = base;
+        let cur = self.to_version(rt, cur_stored);
+        if let Some(rv) = &precondition
+            && rv != &kv.mod_revision.to_string()
+        {
+            return Err(ApiError::conflict(rt, name));
+        }
+        let mut new = mutate(cur.clone())?;
+        if let Some(m) = objects::meta_mut(&mut new) {
+            m.insert("name".into(), json!(name));
+            match ns {
+                Some(ns) => m.insert("namespace".into(), json!(ns)),
+                None => m.remove("namespace"),
+            };
+        }
+        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
+        strategy::prepare_for_update(rt, scope, &mut new, &cur);
+        let service_spec = is_service(rt) && matches!(scope, UpdateScope::Main);
+        if service_spec {
+            self.services.prepare_update(&mut new, &cur)?;
+        }
+        if matches!(scope, UpdateScope::EphemeralContainers) {
+            let errs = berth_api::validation::validate_ephemeral_containers_update(&new, &cur);
+            self.invalid_if_any(rt, &new, errs)?;
+        } else {
+            self.validate(rt, &new, Some(&cur))?;
+        }
+        opts.managed.record(rt, Some(&cur), &mut new)?;
+        let claims = if service_spec {
+            self.services.claim(&mut new, Some(&cur), dry_run).await?
+        } else {
+            Default::default()
+        };
+        let stored = self.to_storage(rt, new);
+        if dry_run {
+            let mut v = stored;
+            objects::set_resource_version(&mut v, kv.mod_revision);
+            return Ok(Some(self.to_version(rt, v)));
+        }
+        let written = self
+            .write_stored(at, stored, &cur, &kv, cached, precondition.is_some())
+            .await;
+        match &written {
+            Ok(Some(v)) if is_service(rt) => {
+                let gone = objects::is_deleting(v) && objects::finalizers(v).is_empty();
+                self.services
+                    .release_unused(&cur, (!gone).then_some(v))
+                    .await;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => self.services.undo(claims).await,
+        }
+        written
     }
 
     /// The store half of [`Rest::write`]: `None` when a concurrent write
     /// won and the caller may retry (no precondition).
     async fn write_stored(
         &self,
-        rt: &ResourceType,
-        ns: Option<&str>,
-        name: &str,
+        at: &At<'_>,
         stored: Value,
-        kv: KeyValue,
+        cur: &Value,
+        kv: &KeyValue,
+        cached: bool,
         has_precondition: bool,
     ) -> ApiResult<Option<Value>> {
+        let (rt, ns, name) = (at.rt, at.ns, at.name);
+        // Compared and returned with the base's resourceVersion (encoding leaves it out).
+        let mut stored = stored;
+        objects::set_resource_version(&mut stored, kv.mod_revision);
         // Nothing changed: upstream writes nothing and returns the object as is.
-        let mut cmp = stored.clone();
-        objects::set_resource_version(&mut cmp, kv.mod_revision);
-        if cmp == objects::decode(&kv)? {
-            return Ok(Some(self.to_version(rt, cmp)));
+        // `cur` is the decoded `kv` when no conversion applies.
+        let unchanged = if rt.is_storage_version() {
+            &stored == cur
+        } else {
+            stored == objects::decode(kv)?
+        };
+        if unchanged {
+            // A cached copy may be behind: confirm against the store, as upstream does.
+            if cached {
+                return Ok(None);
+            }
+            return Ok(Some(self.to_version(rt, stored)));
         }
         let key = objects::key(rt, ns, name);
         // The last finalizer removed from an object being deleted: it goes now.
@@ -948,7 +1052,7 @@ impl Rest {
             && deletion_ready(&stored)
         {
             return match self.store.delete(&key, Some(kv.mod_revision)).await {
-                Ok(_) => Ok(Some(self.to_version(rt, cmp))),
+                Ok(_) => Ok(Some(self.to_version(rt, stored))),
                 Err(StoreError::Conflict { .. }) if !has_precondition => Ok(None),
                 Err(StoreError::Conflict { .. }) => Err(ApiError::conflict(rt, name)),
                 Err(e) => Err(e.into()),
@@ -1187,9 +1291,21 @@ impl Rest {
     ) -> ApiResult<Value> {
         let rt = rp.rt;
         let ns = ns_of(rp);
+        let at = At { rt, ns, name };
+        let mut cached = true;
         for _ in 0..PATCH_RETRIES {
-            let (cur, kv) = self.current(rt, ns, name).await?;
-            let new = mutate(cur)?;
+            let Base {
+                obj: cur,
+                kv,
+                cached: from_cache,
+            } = self.current_for_write(&at, cached).await?;
+            cached = false;
+            let new = match mutate(cur) {
+                Ok(new) => new,
+                // Judged on a cached copy: decide again on the store's.
+                Err(_) if from_cache => continue,
+                Err(e) => return Err(e),
+            };
             match self
                 .store
                 .update(&kv.key, objects::encode(&new)?, kv.mod_revision)
@@ -1332,6 +1448,21 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
             "selector": selector,
         },
     })
+}
+
+/// The object a write names.
+struct At<'a> {
+    rt: &'a ResourceType,
+    ns: Option<&'a str>,
+    name: &'a str,
+}
+
+/// What a write starts from: the current object, its key-value, and whether
+/// it came from the watch cache (then possibly behind the store).
+struct Base {
+    obj: Value,
+    kv: KeyValue,
+    cached: bool,
 }
 
 /// How one read-modify-write behaves.

@@ -68,6 +68,113 @@ impl Emitter {
         };
         self.tx.send(Bytes::from(chunk)).await.is_ok()
     }
+
+    /// Whether an event can be written from the stored bytes as they are:
+    /// a JSON watch of whole objects in their storage version.
+    fn raw_ok(&self) -> bool {
+        self.format == Format::Json && self.shape == Shape::Object && self.rt.is_storage_version()
+    }
+
+    /// Writes `{"type":…,"object":…}` around stored bytes with their
+    /// resourceVersion spliced in, without decoding them; `None` when the bytes
+    /// are not an object with metadata (the caller decodes instead).
+    async fn send_raw(&mut self, kind: &str, stored: &Stored, revision: i64) -> Option<bool> {
+        let object = objects::with_resource_version(&stored.bytes, revision)?;
+        let mut line = Vec::with_capacity(object.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(kind.as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(&object);
+        line.extend_from_slice(b"}\n");
+        Some(self.tx.send(Bytes::from(line)).await.is_ok())
+    }
+
+    /// Sends one cache event as this watcher sees it (selector transitions).
+    async fn send_event(&mut self, ev: &CachedEvent, filter: &Filter, prefix: &str) -> bool {
+        if !ev.key.starts_with(prefix) {
+            return true;
+        }
+        if self.raw_ok()
+            && let Some(change) = filter.transition(ev)
+        {
+            let Some((kind, stored, revision)) = change else {
+                return true; // not selected, before or after
+            };
+            if let Some(sent) = self.send_raw(kind, stored, revision).await {
+                return sent;
+            }
+        }
+        match translate(ev, prefix, &|o: &Value| filter.matches(o)) {
+            Some((kind, obj)) => {
+                let obj = berth_api::conversion::to_version(self.rt, obj);
+                self.send(kind, obj).await
+            }
+            None => true,
+        }
+    }
+}
+
+/// What a watcher selects: a name (watch of one object), label and field selectors.
+struct Filter {
+    name: Option<String>,
+    sel: Selectors,
+}
+
+impl Filter {
+    fn is_everything(&self) -> bool {
+        self.name.is_none() && self.sel.is_empty()
+    }
+
+    fn matches(&self, obj: &Value) -> bool {
+        if let Some(n) = &self.name
+            && objects::name(obj) != Some(n.as_str())
+        {
+            return false;
+        }
+        self.sel.matches(obj)
+    }
+
+    /// Whether stored bytes match, looking only at what selectors can see.
+    fn matches_stored(&self, s: &Stored) -> Option<bool> {
+        if self.is_everything() {
+            return Some(true);
+        }
+        Some(self.matches(&objects::selectable(&s.bytes)?))
+    }
+
+    /// [`translate`] without decoding the objects: the event type, the
+    /// version to send and its resourceVersion, or `Some(None)` when nothing
+    /// is sent; `None` when the bytes need decoding.
+    #[allow(clippy::type_complexity)]
+    fn transition<'e>(
+        &self,
+        ev: &'e CachedEvent,
+    ) -> Option<Option<(&'static str, &'e Stored, i64)>> {
+        match &ev.object {
+            Some(new) => {
+                let old_match = match ev.prev.as_deref() {
+                    Some(p) => self.matches_stored(p).unwrap_or(false),
+                    None => false,
+                };
+                let kind = match (old_match, self.matches_stored(new)?) {
+                    (false, true) => "ADDED",
+                    (true, true) => "MODIFIED",
+                    (true, false) => "DELETED",
+                    (false, false) => return Some(None),
+                };
+                Some(Some((kind, new, new.mod_revision)))
+            }
+            None => {
+                let Some(prev) = ev.prev.as_deref() else {
+                    return Some(None);
+                };
+                Some(
+                    self.matches_stored(prev)?
+                        .then_some(("DELETED", prev, ev.revision)),
+                )
+            }
+        }
+    }
 }
 
 /// Starts a watch; the returned receiver yields the response body's chunks.
@@ -121,24 +228,17 @@ pub async fn start(
         tx,
         sent_columns: false,
     };
-    let matches = move |obj: &Value| -> bool {
-        if let Some(n) = &name_filter
-            && objects::name(obj) != Some(n.as_str())
-        {
-            return false;
-        }
-        sel.matches(obj)
+    let filter = Filter {
+        name: name_filter,
+        sel,
     };
-    let to_version = move |obj: Value| berth_api::conversion::to_version(rt, obj);
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last_rev = sub.revision;
         let initial = from.is_none() || send_initial;
         let mut feed = sub.feed;
         for ev in sub.replay {
-            if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
-                && !em.send(kind, to_version(obj)).await
-            {
+            if !em.send_event(&ev, &filter, &storage_prefix).await {
                 return;
             }
         }
@@ -174,8 +274,7 @@ pub async fn start(
                         if ev.revision <= last_rev {
                             continue;
                         }
-                        if let Some((kind, obj)) = translate(&ev, &storage_prefix, &matches)
-                            && !em.send(kind, to_version(obj)).await { return; }
+                        if !em.send_event(&ev, &filter, &storage_prefix).await { return; }
                     }
                     last_rev = last_rev.max(up_to);
                 }
@@ -297,6 +396,66 @@ mod tests {
             split_watch_frames(&body[..body.len() - 1]).unwrap_err(),
             ProtobufError::Truncated
         );
+    }
+
+    /// The undecoded path picks the same event type and object as decoding
+    /// every version would, for each selector transition.
+    #[test]
+    fn raw_transitions_agree_with_decoded_ones() {
+        use super::{Filter, translate};
+        use crate::objects;
+        use crate::request::Query;
+        use crate::rest::Selectors;
+        use crate::watchcache::{CachedEvent, Stored};
+        use std::sync::Arc;
+        let rt = berth_api::registry::lookup("", "v1", "pods").unwrap();
+        let pod = |node: &str, app: &str, rv: i64| {
+            let obj = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default", "labels": {"app": app}},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}});
+            Arc::new(Stored {
+                bytes: objects::encode(&obj).unwrap(),
+                mod_revision: rv,
+            })
+        };
+        let ev = |prev: Option<Arc<Stored>>, object: Option<Arc<Stored>>| CachedEvent {
+            revision: 9,
+            key: "/registry/pods/default/p".into(),
+            object,
+            prev,
+            at: std::time::Instant::now(),
+        };
+        let events = [
+            ev(None, Some(pod("", "a", 5))),
+            ev(None, Some(pod("n1", "a", 5))),
+            ev(Some(pod("", "a", 5)), Some(pod("n1", "a", 9))),
+            ev(Some(pod("n1", "a", 5)), Some(pod("n1", "b", 9))),
+            ev(Some(pod("n1", "b", 5)), Some(pod("n1", "a", 9))),
+            ev(Some(pod("n1", "a", 5)), None),
+            ev(Some(pod("", "a", 5)), None),
+        ];
+        for query in [
+            "",
+            "fieldSelector=spec.nodeName!%3D",
+            "labelSelector=app%3Da",
+            "fieldSelector=spec.nodeName%3Dn1&labelSelector=app%21%3Db",
+        ] {
+            let q = Query::parse(Some(query));
+            let filter = Filter {
+                name: None,
+                sel: Selectors::from_query(rt, &q).unwrap(),
+            };
+            for (i, e) in events.iter().enumerate() {
+                let decoded = translate(e, "/registry/pods/", &|o: &serde_json::Value| {
+                    filter.matches(o)
+                });
+                let raw = filter
+                    .transition(e)
+                    .expect("pods need no decoding")
+                    .map(|(kind, s, rv)| (kind, objects::decode_at(&s.bytes, rv).unwrap()));
+                assert_eq!(raw, decoded, "{query:?} event {i}");
+            }
+        }
     }
 
     #[test]

@@ -394,6 +394,12 @@ impl WatchCache {
         }
     }
 
+    /// One object as the cache has it (possibly a little behind the store:
+    /// writes based on it are guarded by its mod revision).
+    pub fn get(&self, key: &str) -> Option<Arc<Stored>> {
+        self.read().objects.get(key).cloned()
+    }
+
     /// Every object under `prefix` now, and the revision they are at.
     pub fn snapshot(&self, prefix: &str) -> (Vec<(String, Arc<Stored>)>, i64) {
         let inner = self.read();

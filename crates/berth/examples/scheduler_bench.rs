@@ -95,19 +95,8 @@ struct Run {
 }
 
 async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> {
-    let help = std::process::Command::new(
-        std::env::current_exe()?
-            .parent()
-            .and_then(|p| p.parent())
-            .map(|p| p.join("berth"))
-            .ok_or_else(|| anyhow::anyhow!("no target dir"))?,
-    )
-    .args(["server", "--help"])
-    .output()?;
-    let mut flags = vec!["--disable-controller-manager"];
-    if String::from_utf8_lossy(&help.stdout).contains("--disable-agent") {
-        flags.push("--disable-agent");
-    }
+    // bench_common already runs the control plane only (no agent, no ingress).
+    let flags = ["--disable-controller-manager"];
     let server = bench_common::BenchServer::start("sched-bench", &flags).await?;
     let client = server.client.clone();
 

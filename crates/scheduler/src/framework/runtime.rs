@@ -107,6 +107,38 @@ impl Default for SearchState {
     }
 }
 
+/// How far ahead of the node being filtered its successors are fetched.
+const PREFETCH_DISTANCE: usize = 8;
+
+/// Asks the CPU to load the NodeInfo two strides ahead and the Node one stride
+/// ahead of `at` into cache. Each node is its own allocation, so without this
+/// the first filter touching a node waits on memory twice (NodeInfo, then
+/// Node), which cost more than the filters themselves on 5,000 nodes.
+#[inline]
+fn prefetch_ahead(nodes: &[Arc<NodeInfo>], at: usize) {
+    let n = nodes.len();
+    if n <= 2 * PREFETCH_DISTANCE {
+        return;
+    }
+    prefetch(Arc::as_ptr(&nodes[(at + 2 * PREFETCH_DISTANCE) % n]));
+    // Fetched a stride ago: reading its Node pointer no longer waits.
+    let soon = &nodes[(at + PREFETCH_DISTANCE) % n];
+    prefetch(&soon.node.spec);
+    prefetch(&soon.node.metadata);
+}
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it never faults and reads nothing into the
+    // program, whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Nodes per work item when filtering in parallel.
 const CHUNK: usize = 32;
 /// Below this many nodes to check, starting threads costs more than it saves.
@@ -305,6 +337,7 @@ impl Framework {
                 if found.load(Ordering::Relaxed) >= to_find {
                     return false;
                 }
+                prefetch_ahead(nodes, start + i);
                 let idx = (start + i) % n;
                 let s =
                     self.run_filter_plugins_with_nominated_pods(state_ref, pod, &nodes[idx], snap);
