@@ -597,29 +597,106 @@ spec:
 
 /// busybox's nslookup of `names`, retried until each answer names `ip`.
 fn lookup_script(names: &[&str], ip: &str, prelude: &str) -> String {
-    let checks: Vec<String> = names
+    let checks: Vec<(String, Vec<String>)> = names
         .iter()
-        .map(|n| {
-            format!("nslookup {n} > /tmp/out 2>&1; cat /tmp/out; grep -qwF {ip} /tmp/out || ok=0;")
+        .map(|n| (n.to_string(), vec![ip.to_string()]))
+        .collect();
+    checks_script(&checks, prelude)
+}
+
+/// Runs each `nslookup ARGS` until its output has every token (whole words),
+/// retrying the lot for 30 s.
+fn checks_script(checks: &[(String, Vec<String>)], prelude: &str) -> String {
+    let body: Vec<String> = checks
+        .iter()
+        .map(|(args, tokens)| {
+            let greps: Vec<String> = tokens
+                .iter()
+                .map(|t| format!("grep -qwF {t} /tmp/out || ok=0;"))
+                .collect();
+            format!(
+                "nslookup {args} > /tmp/out 2>&1; cat /tmp/out; {}",
+                greps.join(" ")
+            )
         })
         .collect();
     format!(
         "{prelude} for i in $(seq 1 30); do ok=1; {} [ $ok = 1 ] && exit 0; sleep 1; done; exit 1",
-        checks.join(" ")
+        body.join(" ")
     )
 }
 
 /// Issue 6's acceptance: from a busybox pod, the Service's full name and its
 /// short name (resolv.conf search path) resolve to the ClusterIP, through
-/// 10.43.0.10, which the service proxy sends to the cluster DNS.
+/// 10.43.0.10, which the service proxy sends to the cluster DNS; a headless
+/// Service resolves to every ready pod's IP and its SRV records carry the port.
 #[test]
 fn pod_resolves_service_names_through_the_cluster_dns() {
     let s = agent_server("dns-pod", &[]);
     s.k(&["create", "service", "clusterip", "web", "--tcp=80:80"]);
     let ip = s.k(&["get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"]);
-    let script = lookup_script(&["web.default.svc.cluster.local", "web"], &ip, "");
-    let (ok, logs) = run_pod(&s, "lookup", &script);
-    assert!(ok, "pod lookups of web did not return {ip}:\n{logs}");
+    let backends = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: db
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox:latest
+        command: [sleep, '3600']
+        ports:
+        - {name: pg, containerPort: 5432}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: db
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports:
+  - {name: pg, port: 5432}
+";
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(backends));
+    let mut db_ips = BTreeSet::new();
+    wait_for("2 running db pods", Duration::from_secs(90), || {
+        let phases = s.k(&[
+            "get",
+            "pods",
+            "-l",
+            "app=db",
+            "-o",
+            "jsonpath={.items[*].status.phase}",
+        ]);
+        db_ips = pod_ips(&s, "app=db");
+        phases == "Running Running" && db_ips.len() == 2
+    });
+    let db_ips: Vec<String> = db_ips.into_iter().collect();
+    let checks = vec![
+        (
+            "web.default.svc.cluster.local".to_string(),
+            vec![ip.clone()],
+        ),
+        ("web".to_string(), vec![ip.clone()]),
+        ("db".to_string(), db_ips.clone()),
+        (
+            "-type=srv _pg._tcp.db.default.svc.cluster.local".to_string(),
+            vec!["5432".to_string()],
+        ),
+    ];
+    let (ok, logs) = run_pod(&s, "lookup", &checks_script(&checks, ""));
+    assert!(
+        ok,
+        "pod lookups did not return web {ip} and db {db_ips:?}:\n{logs}"
+    );
 }
 
 /// NodeLocal DNSCache on a real node: pods' nameserver is 169.254.20.10 (the
