@@ -37,6 +37,12 @@ pub const DEFAULT_KUBELET_PORT: u16 = 10250;
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most of a kubelet's error body kept (upstream's maxReadLength).
 const MAX_ERROR_BODY: usize = 50_000;
+/// What stays as is in a path segment or query value (RFC 3986 unreserved).
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 /// Log options passed on to the kubelet.
 const LOG_PARAMS: &[&str] = &[
     "follow",
@@ -222,17 +228,21 @@ pub fn kubelet_address(node: &Value) -> Result<SocketAddr, String> {
             known.join(" ")
         ));
     };
-    let addr = SocketAddr::new(ip, port);
-    // Simulated nodes have no kubelet; never send anything to their made-up address.
-    let runtime = status["nodeInfo"]["containerRuntimeVersion"]
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// Simulated nodes (`berth server --simulate-nodes`) have no kubelet: nothing
+/// is ever sent to their made-up addresses.
+pub fn simulated(node: &Value) -> bool {
+    node["status"]["nodeInfo"]["containerRuntimeVersion"]
         .as_str()
-        .unwrap_or("");
-    if runtime.starts_with("sim://") {
-        return Err(format!(
-            "dial tcp {addr}: connect: simulated node has no kubelet server"
-        ));
-    }
-    Ok(addr)
+        .is_some_and(|r| r.starts_with("sim://"))
+}
+
+/// The dial error for a node's kubelet, before any dialing: a simulated node's.
+fn unreachable(node: &Value, addr: SocketAddr) -> Option<String> {
+    simulated(node)
+        .then(|| format!("dial tcp {addr}: connect: simulated node has no kubelet server"))
 }
 
 /// Go's wording for common dial errors (`dial tcp …: connect: connection refused`).
@@ -298,22 +308,22 @@ pub async fn serve(
         .kubelet
         .as_ref()
         .ok_or_else(|| ApiError::internal("no kubelet client credentials"))?;
-    let enc = |s: &str| {
-        percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-    };
+    let enc = |s: &str| percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string();
     let container = container.unwrap_or_default();
     if sub == "log" {
         let query: Vec<String> = LOG_PARAMS
             .iter()
             .filter_map(|k| q.params.get(*k).map(|v| format!("{k}={}", enc(v))))
             .collect();
-        let path = format!(
-            "/containerLogs/{}/{}/{}?{}",
+        let mut path = format!(
+            "/containerLogs/{}/{}/{}",
             enc(&ns),
             enc(&name),
-            enc(&container),
-            query.join("&")
+            enc(&container)
         );
+        if !query.is_empty() {
+            path = format!("{path}?{}", query.join("&"));
+        }
         return logs(client, &node, &path, &name).await;
     }
     let path = match sub.as_str() {
@@ -327,8 +337,11 @@ pub async fn serve(
     if !req.headers().contains_key(header::UPGRADE) {
         return Err(ApiError::bad_request("Upgrade request required"));
     }
-    let addr =
-        kubelet_address(&node).map_err(|e| unknown(format!("error dialing backend: {e}")))?;
+    let dial_failed = |e: String| unknown(format!("error dialing backend: {e}"));
+    let addr = kubelet_address(&node).map_err(dial_failed)?;
+    if let Some(e) = unreachable(&node, addr) {
+        return Err(dial_failed(e));
+    }
     upgrade(client, addr, req, &path).await
 }
 
@@ -369,9 +382,11 @@ async fn logs(
     path: &str,
     pod: &str,
 ) -> ApiResult<Response<Body>> {
-    let addr = kubelet_address(node)
-        .map_err(|e| unknown(format!("Get \"https://{}{path}\": {e}", display_addr(node))))?;
+    let addr = kubelet_address(node).map_err(unknown)?;
     let url = format!("https://{addr}{path}");
+    if let Some(e) = unreachable(node, addr) {
+        return Err(unknown(format!("Get \"{url}\": {e}")));
+    }
     let io = client
         .connect(addr)
         .await
@@ -420,11 +435,6 @@ async fn logs(
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     Ok(r)
-}
-
-/// The node's address for messages when no usable one exists.
-fn display_addr(node: &Value) -> String {
-    node["metadata"]["name"].as_str().unwrap_or("").to_string()
 }
 
 /// Headers an upgrade carries to the kubelet.
@@ -567,15 +577,22 @@ mod tests {
             )),
             Err("no preferred addresses found; known addresses: [{Hostname n}]".into())
         );
-        let sim = kubelet_address(&node(
+        let sim = node(
             json!([{"type": "InternalIP", "address": "10.40.0.1"}]),
             json!(10250),
             "sim://0.1.0",
-        ));
-        assert_eq!(
-            sim,
-            Err("dial tcp 10.40.0.1:10250: connect: simulated node has no kubelet server".into())
         );
+        let addr = kubelet_address(&sim).unwrap();
+        assert_eq!(
+            unreachable(&sim, addr).as_deref(),
+            Some("dial tcp 10.40.0.1:10250: connect: simulated node has no kubelet server")
+        );
+        let real = node(
+            json!([{"type": "InternalIP", "address": "127.0.0.1"}]),
+            json!(10250),
+            "containerd://1.6",
+        );
+        assert_eq!(unreachable(&real, addr), None);
     }
 
     #[test]
