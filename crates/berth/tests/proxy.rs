@@ -226,6 +226,12 @@ fn service_proxy_on_a_real_node() {
         yaml.push_str(&service(name, app, ty));
         yaml.push_str("---\n");
     }
+    // ClientIP affinity: each client sticks to one backend.
+    yaml.push_str(&service("sticky", "web", "ClusterIP").replace(
+        "spec:\n",
+        "spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n",
+    ));
+    {}
     apply(&s, &yaml);
     let ip_of = |svc: &str| get(&s, &["service", svc], "{.spec.clusterIP}");
     let (web, nothing, hairpin) = (ip_of("web"), ip_of("nothing"), ip_of("hairpin"));
@@ -283,7 +289,8 @@ fn service_proxy_on_a_real_node() {
             &format!(
                 "for i in $(seq 300); do wget -qO- http://{web}/ >> /out/web.txt || echo FAIL >> /out/web.txt; done; \
                  start=$(date +%s); timeout 10 wget -qO- http://{nothing}/ 2> /out/nothing.err; \
-                 echo $? $(( $(date +%s) - start )) > /out/nothing.txt"
+                 echo $? $(( $(date +%s) - start )) > /out/nothing.txt; \
+                 for i in $(seq 20); do wget -qO- http://{node_ip}:{node_port}/ >> /out/np.txt || echo FAIL >> /out/np.txt; done"
             ),
         ),
     );
@@ -311,6 +318,13 @@ fn service_proxy_on_a_real_node() {
         read("nothing.err")
     );
 
+    // A pod reaches the NodePort on the node's address too.
+    let np = tally(read("np.txt").lines().map(String::from));
+    assert!(
+        np.keys().all(|k| k.starts_with("web-")) && np.values().sum::<usize>() == 20,
+        "{np:?}"
+    );
+
     // Hairpin.
     wait_until(Duration::from_secs(40), "hairpin answer", || {
         read("hairpin.txt").trim() == "hairpin-0"
@@ -328,6 +342,17 @@ fn service_proxy_on_a_real_node() {
     let (code, _, secs) = node_curl(&format!("http://{nothing}/"));
     assert_eq!(code, 7, "connection refused");
     assert!(secs < 2.0, "{secs}s");
+
+    // ClientIP affinity: the node is one client, so one backend answers.
+    let sticky = ip_of("sticky");
+    wait_until(
+        Duration::from_secs(20),
+        "the sticky Service's rules",
+        || table().contains(&format!("{sticky} . tcp . 80 : goto service-")),
+    );
+    let counts = node_requests(&format!("http://{sticky}/"), 20);
+    assert_eq!(counts.len(), 1, "{counts:?}");
+    assert!(counts.keys().all(|k| k.starts_with("web-")), "{counts:?}");
 
     // A backend whose readiness fails leaves the rules and gets no requests;
     // it comes back when ready.
