@@ -427,6 +427,10 @@ fn cluster_dns_serves_services_endpoints_pods_and_errors() {
         1.0,
         "{text}"
     );
+    assert!(
+        metric(&text, "coredns_dns_request_duration_seconds_count") >= 10.0,
+        "{text}"
+    );
 }
 
 #[test]

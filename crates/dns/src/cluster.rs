@@ -202,11 +202,15 @@ struct ClusterHandler {
 
 impl Handler for ClusterHandler {
     async fn handle(&self, raw: &[u8], proto: Proto) -> Option<Vec<u8>> {
+        let started = std::time::Instant::now();
         let reply = match wire::parse(raw) {
             Parsed::Drop => return None,
             Parsed::Reply(r) => r,
             Parsed::Query(req) => self.answer(&req, raw, proto).await,
         };
+        self.metrics
+            .duration
+            .observe(started.elapsed().as_secs_f64());
         if let Some(rcode) = wire::rcode_of(&reply) {
             self.metrics
                 .responses

@@ -12,6 +12,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tracing::debug;
@@ -25,6 +26,8 @@ pub struct Metrics {
     pub requests: Family<Labels, Counter>,
     /// coredns_dns_responses_total{rcode}
     pub responses: Family<Labels, Counter>,
+    /// coredns_dns_request_duration_seconds (CoreDNS's buckets: 0.25 ms doubling)
+    pub duration: Histogram,
     /// coredns_forward_requests_total{to,proto}
     pub forwards: Family<Labels, Counter>,
     /// coredns_cache_hits_total{type}
@@ -42,6 +45,7 @@ impl Metrics {
         let m = Metrics {
             requests: Family::default(),
             responses: Family::default(),
+            duration: Histogram::new(exponential_buckets(0.00025, 2.0, 16)),
             forwards: Family::default(),
             cache_hits: Family::default(),
             cache_misses: Counter::default(),
@@ -57,6 +61,11 @@ impl Metrics {
             "coredns_dns_responses",
             "Counter of response status codes.",
             m.responses.clone(),
+        );
+        registry.register(
+            "coredns_dns_request_duration_seconds",
+            "Histogram of the time (in seconds) each request took.",
+            m.duration.clone(),
         );
         registry.register(
             "coredns_forward_requests",
