@@ -2,7 +2,7 @@
 //! (at most one per min sync period); a timer checks the table and repairs it;
 //! stop deletes the table.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -99,23 +99,18 @@ pub fn start_with(
     Proxy { stop, task }
 }
 
-/// Runs one blocking syncer operation off the async threads.
+/// Runs one blocking syncer operation (it runs nft) off the async threads.
 async fn blocking<T: Send + 'static>(
-    syncer: Syncer,
-    f: impl FnOnce(&mut Syncer) -> T + Send + 'static,
-) -> (Syncer, T) {
-    let mut s = syncer;
-    // The closure cannot panic on its own; a join error means the runtime is
-    // going away, and the syncer with it.
-    match tokio::task::spawn_blocking(move || {
-        let r = f(&mut s);
-        (s, r)
+    syncer: &Arc<Mutex<Syncer>>,
+    f: impl FnOnce(&mut Syncer) -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    let s = syncer.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut guard = s.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut guard)
     })
     .await
-    {
-        Ok(v) => v,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
+    .unwrap_or_else(|e| Err(Error::Nft(format!("nft task failed: {e}"))))
 }
 
 async fn run(
@@ -128,7 +123,10 @@ async fn run(
     let changed = Arc::new(Notify::new());
     let services: Store<Service> = reflect(&client, changed.clone());
     let slices: Store<EndpointSlice> = reflect(&client, changed.clone());
-    let mut syncer = Syncer::new(backend, Table::ip(cfg.table.clone()));
+    let syncer = Arc::new(Mutex::new(Syncer::new(
+        backend,
+        Table::ip(cfg.table.clone()),
+    )));
     // Nothing is written before both lists are in: a partial view would
     // reject Services whose endpoints are not seen yet.
     let ready = async {
@@ -162,9 +160,7 @@ async fn run(
         }
         if Instant::now() >= next_check {
             next_check = Instant::now() + cfg.sync_period;
-            let (s, r) = blocking(syncer, |s| s.check()).await;
-            syncer = s;
-            match r {
+            match blocking(&syncer, |s| s.check()).await {
                 Ok(d) if d.is_empty() => {}
                 Ok(d) => {
                     warn!(differences = ?d, "service proxy: table {} was changed outside Berth; rewriting it", cfg.table);
@@ -180,15 +176,14 @@ async fn run(
         let inputs = convert::inputs(&services.state(), &slices.state());
         let desired = model::build(&cfg.node, &inputs);
         let started = Instant::now();
-        let (s, r) = blocking(syncer, move |s| s.sync(&desired)).await;
-        syncer = s;
+        let r = blocking(&syncer, move |s| Ok((s.sync(&desired)?, s.has_pending()))).await;
         last_sync = Some(Instant::now());
         match r {
-            Ok(kind) => {
+            Ok((kind, pending)) => {
                 if kind != SyncKind::Unchanged {
                     debug!(?kind, elapsed = ?started.elapsed(), "service proxy synced");
                 }
-                due = syncer.has_pending();
+                due = pending;
                 let flushes =
                     conntrack::stale(&cfg.node.node_name, applied_inputs.as_deref(), &inputs);
                 applied_inputs = Some(inputs);
@@ -217,8 +212,7 @@ async fn run(
             }
         }
     }
-    let (_, r) = blocking(syncer, |s| s.cleanup()).await;
-    match r {
+    match blocking(&syncer, |s| s.cleanup()).await {
         Ok(()) => info!(table = %cfg.table, "service proxy stopped; table removed"),
         Err(e) => warn!(error = %e, "service proxy: could not remove its table"),
     }
