@@ -329,7 +329,13 @@ async fn route(
     let mut q = Query::parse(req.uri().query());
     q.user_agent = header_str(&req, header::USER_AGENT);
     if crate::streaming::is_streaming(&rp) {
-        labels.verb = if req.method() == Method::GET { "GET" } else { "POST" }.into();
+        // Upstream counts log reads as GET and the upgrades as CONNECT.
+        labels.verb = if rp.subresource.as_deref() == Some("log") {
+            "GET"
+        } else {
+            "CONNECT"
+        }
+        .into();
         return crate::streaming::serve(state, req, &rp, &q).await;
     }
     let method = req.method().clone();

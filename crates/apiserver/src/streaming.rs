@@ -420,8 +420,13 @@ async fn logs(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(16);
     let mut body = resp.into_body();
     tokio::spawn(async move {
-        while let Some(frame) = body.frame().await {
-            let Ok(frame) = frame else { break };
+        loop {
+            // A follower of a quiet container notices the client leaving too.
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = tx.closed() => break,
+            };
+            let Some(Ok(frame)) = frame else { break };
             if let Ok(data) = frame.into_data()
                 && tx.send(data).await.is_err()
             {

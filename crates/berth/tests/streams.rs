@@ -209,6 +209,28 @@ fn exec(s: &Server) {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "abc\n");
+    // kubectl cp writes through `tar` on stdin, which must see its end.
+    let local = s.data_dir.join("payload.txt");
+    std::fs::write(&local, "copied into the pod\n").expect("payload");
+    s.k(&[
+        "cp",
+        &local.to_string_lossy(),
+        "web:/tmp/payload.txt",
+        "-c",
+        "ticker",
+    ]);
+    assert_eq!(
+        s.k(&[
+            "exec",
+            "web",
+            "-c",
+            "ticker",
+            "--",
+            "cat",
+            "/tmp/payload.txt"
+        ]),
+        "copied into the pod\n"
+    );
     let big: String = (1..=20000).map(|i| format!("{i}\n")).collect();
     let out = s.kubectl_stdin(
         &["exec", "-i", "web", "-c", "ticker", "--", "wc", "-l"],
@@ -270,7 +292,9 @@ fn exec_tty_through_tmux(s: &Server) {
             last = pane();
         }
     };
-    wait_pane("shell prompt", &|p| p.lines().any(|l| l.trim_end().ends_with(" #")));
+    wait_pane("shell prompt", &|p| {
+        p.lines().any(|l| l.trim_end().ends_with(" #"))
+    });
     tmux(&["send-keys", "-t", &session, "echo $((6*7))", "Enter"]);
     wait_pane("42", &|p| p.lines().any(|l| l.trim() == "42"));
     tmux(&["send-keys", "-t", &session, "stty size", "Enter"]);
@@ -315,8 +339,17 @@ fn attach(s: &Server) {
 }
 
 fn port_forward(s: &Server) {
+    forward_with(s, &kubectl_path());
+    // kubectl 1.29 forwards over plain SPDY, passed through to containerd.
+    let old = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.29");
+    if old.exists() {
+        forward_with(s, old);
+    }
+}
+
+fn forward_with(s: &Server, kubectl: &std::path::Path) {
     let port = free_port();
-    let mut child = Command::new(kubectl_path())
+    let mut child = Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(&s.kubeconfig)
         .args(["port-forward", "pod/web", &format!("{port}:80")])
@@ -330,7 +363,7 @@ fn port_forward(s: &Server) {
         body = stdout(&s.curl(&["-s", "--max-time", "3", &url]));
         !body.is_empty()
     });
-    assert_eq!(body, "hello-from-pod\n");
+    assert_eq!(body, "hello-from-pod\n", "{}", kubectl.display());
     // A second connection over the same forward.
     assert_eq!(
         stdout(&s.curl(&["-s", "--max-time", "3", &url])),
