@@ -1,5 +1,6 @@
 //! NodeLocal DNSCache: a cache on each node, on a link-local address of a dummy
-//! interface (`nodelocaldns`, 169.254.20.10), that answers pods from its cache
+//! interface (`nodelocaldns`, 169.254.20.10; `lo` on kernels without dummy
+//! links, see [`crate::iface`]), that answers pods from its cache
 //! and sends misses to the cluster DNS over TCP (upstream's node-local-dns runs
 //! CoreDNS with `cache 30` / `denial … 5` and `forward … { force_tcp }`).
 
@@ -27,8 +28,9 @@ pub const DEFAULT_INTERFACE: &str = "nodelocaldns";
 pub struct Config {
     /// UDP and TCP address served (169.254.20.10:53).
     pub bind: SocketAddr,
-    /// Dummy link created to hold the bind address; None: the address is already
-    /// on the machine (loopback in tests).
+    /// Dummy link created to hold the bind address (or `lo`, see
+    /// [`crate::iface`]); None: the address is already on the machine (loopback
+    /// in tests).
     pub interface: Option<String>,
     /// The cluster DNS, asked over TCP.
     pub upstreams: Vec<SocketAddr>,
@@ -40,7 +42,7 @@ pub struct Config {
     pub metrics: Option<SocketAddr>,
 }
 
-/// A running cache; [`NodeLocalDns::shutdown`] removes its interface.
+/// A running cache; [`NodeLocalDns::shutdown`] removes its address.
 pub struct NodeLocalDns {
     addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
@@ -51,7 +53,7 @@ pub struct NodeLocalDns {
 }
 
 impl NodeLocalDns {
-    /// Creates the interface, binds and starts serving.
+    /// Puts the address on its interface, binds and starts serving.
     pub async fn start(cfg: Config, links: Box<dyn Links>) -> Result<NodeLocalDns, Error> {
         let ip = cfg.bind.ip();
         let placed = match &cfg.interface {
@@ -125,7 +127,7 @@ impl NodeLocalDns {
         self.metrics_addr
     }
 
-    /// Stops serving and removes the interface.
+    /// Stops serving and removes the address (and the dummy link).
     pub async fn shutdown(self) {
         for t in &self.tasks {
             t.abort();
