@@ -30,7 +30,8 @@ pub struct NodeLocalDnsArgs {
     #[arg(long)]
     pub node_local_dns: bool,
     /// Its UDP and TCP address. Unless on loopback, the address goes on a dummy
-    /// interface (--node-local-dns-interface) created at start, removed at stop.
+    /// interface (--node-local-dns-interface; on `lo` where the kernel has no
+    /// dummy links) at start, and is removed at stop.
     #[arg(long, default_value = "169.254.20.10:53")]
     pub node_local_dns_bind: SocketAddr,
     /// The dummy interface holding the address.
