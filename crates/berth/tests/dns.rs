@@ -361,12 +361,15 @@ fn cluster_dns_serves_services_endpoints_pods_and_errors() {
         "db-0.db.default.svc.cluster.local."
     );
 
-    // ExternalName: a CNAME.
+    // ExternalName: a CNAME, and the target's addresses from the upstream
+    // (stub resolvers do not follow CNAMEs themselves).
     let m = query(dns, "ext.default.svc.cluster.local.", RecordType::A);
     assert!(
         matches!(&m.answers[0].data, RData::CNAME(c) if c.0.to_ascii() == "example.test."),
         "{m:?}"
     );
+    assert_eq!(a_records(&m), BTreeSet::from(["192.0.2.1".to_string()]));
+    assert_eq!(m.answers[1].name.to_ascii(), "example.test.");
 
     // Unknown names in the cluster domain: NXDOMAIN with the SOA, TTL 5.
     let m = query(dns, "nothere.default.svc.cluster.local.", RecordType::A);
@@ -384,7 +387,7 @@ fn cluster_dns_serves_services_endpoints_pods_and_errors() {
     // Other names go to the upstream (a fake one on loopback).
     let m = query(dns, "www.example.test.", RecordType::A);
     assert_eq!(a_records(&m), BTreeSet::from(["192.0.2.1".to_string()]));
-    assert_eq!(upstream_seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(upstream_seen.load(std::sync::atomic::Ordering::SeqCst), 2);
 
     // Malformed queries: FORMERR with the query's ID; the server keeps serving.
     let garbage = [
@@ -424,7 +427,7 @@ fn cluster_dns_serves_services_endpoints_pods_and_errors() {
     );
     assert_eq!(
         metric(&text, "coredns_forward_requests_total"),
-        1.0,
+        2.0,
         "{text}"
     );
     assert!(

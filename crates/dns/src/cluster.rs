@@ -7,7 +7,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{Name, Record, RecordType};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, PostParams};
@@ -20,7 +21,7 @@ use tracing::{debug, info, warn};
 use crate::Error;
 use crate::forward::{self, Forwarder};
 use crate::metrics::{self, Metrics};
-use crate::records::{Lookup, Zone};
+use crate::records::{Data, Lookup, Zone};
 use crate::serve::{Handler, Listeners, Proto};
 use crate::wire::{self, Parsed};
 
@@ -245,6 +246,12 @@ impl ClusterHandler {
             Lookup::Answer(ans) => {
                 let mut m = wire::answer(req, self.empty.domain(), &ans);
                 wire::spread_srv_weights(&mut m);
+                if let (Some(z), [(_, Data::Cname(target))]) = (&zone, ans.answers.as_slice())
+                    && qtype != RecordType::CNAME
+                {
+                    let chased = self.chase(z, target, qtype, proto).await;
+                    m.answers.extend(chased);
+                }
                 let limit = (proto == Proto::Udp).then(|| wire::udp_limit(req));
                 wire::encode(&m, limit)
             }
@@ -272,6 +279,57 @@ impl ClusterHandler {
             }
         }
     }
+}
+
+impl ClusterHandler {
+    /// The records of an ExternalName Service's target, so stub resolvers (which
+    /// do not follow CNAMEs) get addresses, as CoreDNS's kubernetes plugin
+    /// resolves them through its upstream. Nothing when that fails.
+    async fn chase(
+        &self,
+        zone: &Zone,
+        target: &str,
+        qtype: RecordType,
+        proto: Proto,
+    ) -> Vec<Record> {
+        if let Lookup::Answer(ans) = zone.lookup(target, qtype) {
+            let Ok(name) = Name::from_ascii(format!("{target}.")) else {
+                return Vec::new();
+            };
+            let q = query_for(name, qtype);
+            return wire::answer(&q, zone.domain(), &ans).answers;
+        }
+        let Ok(name) = Name::from_ascii(format!("{target}.")) else {
+            return Vec::new();
+        };
+        let Ok(raw) = query_for(name, qtype).to_vec() else {
+            return Vec::new();
+        };
+        let result = match proto {
+            Proto::Udp => self.forwarder.udp(&raw).await,
+            Proto::Tcp => self.forwarder.tcp(&raw).await,
+        };
+        match result.map(|(reply, to)| (Message::from_vec(&reply), to)) {
+            Ok((Ok(reply), to)) => {
+                self.metrics
+                    .forwards
+                    .get_or_create(&metrics::labels(&[
+                        ("to", &to.to_string()),
+                        ("proto", proto.label()),
+                    ]))
+                    .inc();
+                reply.answers
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn query_for(name: Name, qtype: RecordType) -> Message {
+    let mut m = Message::query();
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(name, qtype));
+    m
 }
 
 /// The `kube-dns` Service (as k3s's CoreDNS manifest names it), without a
@@ -378,5 +436,72 @@ impl KubeDns {
             Some(_) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::rr::RData;
+
+    fn handler(services: serde_json::Value) -> ClusterHandler {
+        let svcs: Vec<Service> = serde_json::from_value(services).unwrap();
+        let refs: Vec<&Service> = svcs.iter().collect();
+        ClusterHandler {
+            zone: RwLock::new(Some(Arc::new(Zone::build("cluster.local", &refs, &[])))),
+            empty: Zone::empty("cluster.local"),
+            forwarder: Forwarder::new(vec![], forward::TIMEOUT),
+            metrics: Arc::new(Metrics::new(false)),
+        }
+    }
+
+    async fn ask(h: &ClusterHandler, name: &str, t: RecordType, proto: Proto) -> Message {
+        let raw = query_for(Name::from_ascii(name).unwrap(), t)
+            .to_vec()
+            .unwrap();
+        Message::from_vec(&h.handle(&raw, proto).await.unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn external_names_inside_the_cluster_are_chased_and_unsynced_zones_fail() {
+        let h = handler(serde_json::json!([
+            {"metadata": {"name": "web", "namespace": "default"},
+             "spec": {"clusterIP": "10.43.0.20"}},
+            {"metadata": {"name": "alias", "namespace": "other"},
+             "spec": {"type": "ExternalName", "externalName": "web.default.svc.cluster.local"}},
+        ]));
+        let m = ask(
+            &h,
+            "alias.other.svc.cluster.local.",
+            RecordType::A,
+            Proto::Tcp,
+        )
+        .await;
+        let data: Vec<String> = m
+            .answers
+            .iter()
+            .map(|r| format!("{} {}", r.name, r.data))
+            .collect();
+        assert_eq!(
+            data,
+            vec![
+                "alias.other.svc.cluster.local. web.default.svc.cluster.local.",
+                "web.default.svc.cluster.local. 10.43.0.20"
+            ]
+        );
+        assert!(matches!(m.answers[1].data, RData::A(_)));
+        // Outside names with no upstream: SERVFAIL, not a hang.
+        let m = ask(&h, "example.test.", RecordType::A, Proto::Udp).await;
+        assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+        // Before the first sync, cluster names get SERVFAIL rather than NXDOMAIN.
+        *h.zone.write().unwrap() = None;
+        let m = ask(
+            &h,
+            "web.default.svc.cluster.local.",
+            RecordType::A,
+            Proto::Udp,
+        )
+        .await;
+        assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
     }
 }
