@@ -180,15 +180,26 @@ fn node_requests(url: &str, n: usize) -> BTreeMap<String, usize> {
     }))
 }
 
-/// Waits until the table DNATs to exactly `ips` (port 80) and no others of `all`.
+/// Waits until the `web` Service's random choice (its `numgen … vmap`) is among
+/// exactly `ips` (port 80) of `all`.
 fn wait_for_endpoints(ips: &[&str], all: &[&str]) {
     wait_until(
         Duration::from_secs(20),
         &format!("rules for {ips:?}"),
         || {
             let t = table();
-            all.iter()
-                .all(|ip| t.contains(&format!("dnat to {ip}:80")) == ips.contains(ip))
+            let Some(vmap) = t
+                .lines()
+                .find(|l| l.contains("numgen random") && l.contains("-default/web/tcp/__"))
+            else {
+                return false;
+            };
+            all.iter().all(|ip| {
+                let target = format!("-default/web/tcp/__{ip}/80");
+                let listed =
+                    vmap.contains(&format!("{target},")) || vmap.contains(&format!("{target} }}"));
+                listed == ips.contains(ip)
+            })
         },
     );
 }
