@@ -474,8 +474,8 @@ fn service_port(cfg: &NodeConfig, sp: &ServicePort, eps: &[Endpoint], rs: &mut R
             rules.push(format!("goto {external_policy_chain}"));
         }
         rs.add_chain(&names.external, None, rules);
-        // The short-circuits above need the cluster chain even under Local policy.
     }
+    // The short-circuits above need the cluster chain even under Local policy.
     let needs_cluster_for_external =
         cat.any && uses_external && sp.external_local && !cat.cluster.is_empty();
     if uses_cluster_chain || needs_cluster_for_external {
