@@ -189,7 +189,8 @@ impl Writer {
     }
 }
 
-/// Offset of the first of the last `n` lines of `data` (0 when it has fewer).
+/// Offset of the first of the last `n` lines of `data` (0 when it has fewer);
+/// the reference for [`tail_start`].
 pub fn tail_offset(data: &[u8], n: u64) -> usize {
     if n == 0 {
         return data.len();
@@ -229,34 +230,39 @@ where
 {
     let mut file = tokio::fs::File::open(path).await?;
     if let Some(n) = opts.tail {
-        // One pass over the file to find where its last n lines begin.
-        let data = tokio::fs::read(path).await?;
-        let off = tail_offset(&data, n);
-        file.seek(std::io::SeekFrom::Start(off as u64)).await?;
+        let off = tail_start(&mut file, n).await?;
+        file.seek(std::io::SeekFrom::Start(off)).await?;
     }
     let follow = opts.follow;
     let mut writer = Writer::new(opts);
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut line = Vec::new();
+    // Lines go out in batches (one chunk per line would cost a TLS record and
+    // an HTTP chunk each), flushed whenever the reader catches up.
+    let mut batch: Vec<u8> = Vec::with_capacity(BATCH);
     let mut idle = 0u32;
     let mut stopping = false;
     loop {
         let n = reader.read_until(b'\n', &mut line).await?;
         if n > 0 && line.last() == Some(&b'\n') {
             idle = 0;
-            let Some(out) = writer.line(&line) else {
-                return Ok(());
-            };
+            let out = writer.line(&line);
             line.clear();
-            if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
-                return Ok(());
+            if let Some(out) = out {
+                batch.extend_from_slice(&out);
             }
             if writer.done() {
+                break;
+            }
+            if batch.len() >= BATCH && !send(&tx, &mut batch).await {
                 return Ok(());
             }
             continue;
         }
         // End of what is written so far (perhaps mid-line).
+        if !send(&tx, &mut batch).await {
+            return Ok(());
+        }
         if !follow || stopping || tx.is_closed() {
             return Ok(());
         }
@@ -268,6 +274,51 @@ where
         }
         tokio::time::sleep(POLL).await;
     }
+    send(&tx, &mut batch).await;
+    Ok(())
+}
+
+/// Bytes gathered before a chunk is sent.
+const BATCH: usize = 32 * 1024;
+
+/// Sends what `batch` holds (if anything); false once the receiver is gone.
+async fn send(tx: &mpsc::Sender<Bytes>, batch: &mut Vec<u8>) -> bool {
+    if batch.is_empty() {
+        return true;
+    }
+    let chunk = Bytes::from(std::mem::replace(batch, Vec::with_capacity(BATCH)));
+    tx.send(chunk).await.is_ok()
+}
+
+/// [`tail_offset`] on a file, reading backwards from its end in blocks (a
+/// large log is never read whole for a few lines).
+pub async fn tail_start(file: &mut tokio::fs::File, n: u64) -> std::io::Result<u64> {
+    use tokio::io::AsyncReadExt;
+    let len = file.metadata().await?.len();
+    if n == 0 {
+        return Ok(len);
+    }
+    let mut end = len;
+    let mut found = 0u64;
+    let mut block = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(block.len() as u64);
+        let size = (end - start) as usize;
+        file.seek(std::io::SeekFrom::Start(start)).await?;
+        file.read_exact(&mut block[..size]).await?;
+        for i in (0..size).rev() {
+            let pos = start + i as u64;
+            // The last line's own terminator starts no line.
+            if block[i] == b'\n' && pos + 1 < len {
+                found += 1;
+                if found == n {
+                    return Ok(pos + 1);
+                }
+            }
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 #[cfg(test)]
@@ -323,6 +374,35 @@ mod tests {
         }
         assert_eq!(tail_offset(b"a\nb", 1), 2, "an unfinished last line counts");
         assert_eq!(tail_offset(b"", 3), 0);
+    }
+
+    #[tokio::test]
+    async fn tail_start_matches_tail_offset() {
+        let dir = std::env::temp_dir().join(format!("berth-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Lines longer than a read block, and files with and without a last newline.
+        let long = "x".repeat(70_000);
+        let datas = [
+            String::new(),
+            "a\nb\nc\n".to_string(),
+            "a\nb".to_string(),
+            format!("{long}\nb\n{long}\n"),
+            (0..20_000).map(|i| format!("{i}\n")).collect(),
+        ];
+        for (i, data) in datas.iter().enumerate() {
+            let path = dir.join(format!("{i}.log"));
+            std::fs::write(&path, data).unwrap();
+            for n in [0, 1, 2, 3, 5000, 30_000] {
+                let mut f = tokio::fs::File::open(&path).await.unwrap();
+                let got = tail_start(&mut f, n).await.unwrap();
+                assert_eq!(
+                    got,
+                    tail_offset(data.as_bytes(), n) as u64,
+                    "data {i} tail {n}"
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn opts(pairs: &[(&str, &str)]) -> Result<LogOptions, String> {
