@@ -21,7 +21,12 @@ use crate::ruleset::Table;
 use crate::syncer::{SyncKind, Syncer};
 use crate::{Config, Error, convert, model, sysctl};
 
-fn reflect<K>(client: &kube::Client, changed: Arc<Notify>) -> Store<K>
+/// A reflector for `K` that wakes `changed` on every event; the task ends when
+/// the handle is aborted.
+fn reflect<K>(
+    client: &kube::Client,
+    changed: Arc<Notify>,
+) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -37,7 +42,7 @@ where
         watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
             .default_backoff(),
     );
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {
             match ev {
@@ -46,7 +51,7 @@ where
             }
         }
     });
-    reader
+    (reader, task)
 }
 
 /// A running proxy; [`Proxy::shutdown`] removes its rules.
@@ -113,6 +118,16 @@ async fn blocking<T: Send + 'static>(
     .unwrap_or_else(|e| Err(Error::Nft(format!("nft task failed: {e}"))))
 }
 
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
 async fn run(
     client: kube::Client,
     cfg: Config,
@@ -121,8 +136,10 @@ async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let changed = Arc::new(Notify::new());
-    let services: Store<Service> = reflect(&client, changed.clone());
-    let slices: Store<EndpointSlice> = reflect(&client, changed.clone());
+    let (services, services_task) = reflect::<Service>(&client, changed.clone());
+    let (slices, slices_task) = reflect::<EndpointSlice>(&client, changed.clone());
+    // The watches stop with the proxy, however it returns.
+    let _watches = AbortOnDrop(vec![services_task, slices_task]);
     let syncer = Arc::new(Mutex::new(Syncer::new(
         backend,
         Table::ip(cfg.table.clone()),
