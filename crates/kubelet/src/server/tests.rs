@@ -1,4 +1,5 @@
 use super::*;
+use http_body_util::BodyExt;
 use serde_json::json;
 
 #[test]
@@ -159,4 +160,207 @@ async fn serving_needs_a_client_ca() {
         .await
         .unwrap();
     assert_ne!(s.port(), 0);
+}
+
+/// Accepts any server certificate (the kubelet's is self-signed).
+#[derive(Debug)]
+struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &rustls::pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+type ClientCert = (
+    rustls::pki_types::CertificateDer<'static>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+);
+
+/// A client certificate for `CN=cn`, signed by `issuer`.
+fn client_cert(cn: &str, issuer: &rcgen::Issuer<'_, rcgen::KeyPair>) -> ClientCert {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, issuer).unwrap();
+    (
+        cert.der().clone(),
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+}
+
+fn ca(cn: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let pem = params.self_signed(&key).unwrap().pem();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&pem, key).unwrap();
+    (pem, issuer)
+}
+
+/// One HTTP/1.1 request over TLS: (status, body), or why it failed.
+async fn request(
+    addr: SocketAddr,
+    cert: Option<ClientCert>,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<(u16, String), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCert(provider)));
+    let cfg = match cert {
+        Some((c, k)) => builder.with_client_auth_cert(vec![c], k).unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(
+            rustls::pki_types::ServerName::IpAddress(addr.ip().into()),
+            tcp,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let mut req = Request::get(path).header(header::HOST, "kubelet");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = sender
+        .send_request(req.body(http_body_util::Empty::<Bytes>::new()).unwrap())
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = resp.status().as_u16();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((code, String::from_utf8_lossy(&body.to_bytes()).into_owned()))
+}
+
+/// Only clients with a certificate from the cluster CA are served; the
+/// endpoints answer as upstream's kubelet when there is nothing to stream.
+#[tokio::test]
+async fn serves_only_cluster_ca_clients() {
+    let (ca_pem, issuer) = ca("cluster-ca");
+    let (_, stranger_issuer) = ca("another-ca");
+    let server = KubeletServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        &ca_pem,
+        &["127.0.0.1".into()],
+    )
+    .await
+    .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", server.port()).parse().unwrap();
+    // Nothing listens on port 9: pod lookups fail at once, never leave the host.
+    let client =
+        kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+    let deps = Arc::new(Deps {
+        client,
+        runtime: Arc::new(crate::runtime::fake::FakeRuntime::new()),
+    });
+    tokio::spawn(server.serve(deps));
+    let apiserver = || Some(client_cert("kube-apiserver-kubelet-client", &issuer));
+
+    assert_eq!(
+        request(addr, apiserver(), "/healthz", &[]).await,
+        Ok((200, "ok".into()))
+    );
+    assert!(
+        request(addr, None, "/healthz", &[]).await.is_err(),
+        "no client certificate"
+    );
+    let stranger = Some(client_cert("intruder", &stranger_issuer));
+    assert!(
+        request(addr, stranger, "/healthz", &[]).await.is_err(),
+        "another CA"
+    );
+
+    let upgrade = [("connection", "Upgrade"), ("upgrade", "SPDY/3.1")];
+    let cases: Vec<(&str, &[(&str, &str)], u16, &str)> = vec![
+        ("/nope", &[], 404, "404 page not found"),
+        (
+            "/exec/ns/p/c?command=true",
+            &[],
+            400,
+            "Upgrade request required",
+        ),
+        (
+            "/exec/ns/p/c",
+            &upgrade,
+            400,
+            "you must specify at least one command for the container",
+        ),
+        (
+            "/exec/ns/p/c?command=true",
+            &upgrade,
+            500,
+            "container not found (\"c\")",
+        ),
+        (
+            "/attach/ns/p/c?stdout=1",
+            &upgrade,
+            500,
+            "container not found (\"c\")",
+        ),
+        (
+            "/portForward/ns/p",
+            &upgrade,
+            404,
+            "pod \"p\" does not exist on this node",
+        ),
+        (
+            "/containerLogs/ns/p/c?tailLines=-1",
+            &[],
+            400,
+            "tailLines: Invalid value: must be greater than or equal to 0",
+        ),
+    ];
+    for (path, headers, code, body) in cases {
+        assert_eq!(
+            request(addr, apiserver(), path, headers).await,
+            Ok((code, body.to_string())),
+            "{path}"
+        );
+    }
 }
