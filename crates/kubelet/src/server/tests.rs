@@ -198,6 +198,8 @@ impl rustls::client::danger::ServerCertVerifier for AnyCert {
     }
 }
 
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+
 type ClientCert = (
     rustls::pki_types::CertificateDer<'static>,
     rustls::pki_types::PrivateKeyDer<'static>,
@@ -317,7 +319,8 @@ async fn serves_only_cluster_ca_clients() {
     );
 
     let upgrade = [("connection", "Upgrade"), ("upgrade", "SPDY/3.1")];
-    let cases: Vec<(&str, &[(&str, &str)], u16, &str)> = vec![
+    // (path, headers, status, body)
+    let cases: Vec<Case> = vec![
         ("/nope", &[], 404, "404 page not found"),
         (
             "/exec/ns/p/c?command=true",
