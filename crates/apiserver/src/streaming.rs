@@ -270,6 +270,11 @@ pub async fn serve(
     q: &Query,
 ) -> ApiResult<Response<Body>> {
     let sub = rp.subresource.clone().unwrap_or_default();
+    let method = req.method();
+    let allowed = method == http::Method::GET || (sub != "log" && method == http::Method::POST);
+    if !allowed {
+        return Err(ApiError::method_not_allowed());
+    }
     let pod_rp = ResourcePath {
         subresource: None,
         ..rp.clone()

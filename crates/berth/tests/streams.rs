@@ -163,6 +163,16 @@ fn logs(s: &Server) {
         body["message"],
         "a container name must be specified for pod web, choose one of: [httpd ticker]"
     );
+    let (code, body) = s.request(
+        "POST",
+        "/api/v1/namespaces/default/pods/web/log?container=ticker",
+        "application/json",
+        Some("{}"),
+    );
+    assert_eq!(
+        (code, &body["reason"]),
+        (405, &serde_json::json!("MethodNotAllowed"))
+    );
 }
 
 /// `logs -f` streams lines as they are written and returns when the container exits.
