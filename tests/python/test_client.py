@@ -19,7 +19,7 @@ def api():
     data_dir = tempfile.mkdtemp(prefix="berth-py-")
     proc = subprocess.Popen(
         [BERTH, "server", "--data-dir", data_dir, "--bind-address", "127.0.0.1", "--secure-port", "0",
-         "--disable-agent", "--disable-ingress"],
+         "--disable-agent", "--disable-ingress", "--disable-dns"],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "BERTH_LOG": "warn"},

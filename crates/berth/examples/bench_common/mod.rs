@@ -34,9 +34,10 @@ impl BenchServer {
                 "127.0.0.1",
                 "--secure-port",
                 "0",
-                // Benchmarks measure the control plane: no containers, no ingress ports.
+                // Benchmarks measure the control plane: no containers, no ingress ports, no DNS.
                 "--disable-agent",
                 "--disable-ingress",
+                "--disable-dns",
                 "--data-dir",
             ])
             .arg(&data_dir)
