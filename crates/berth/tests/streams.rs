@@ -107,6 +107,7 @@ fn logs_exec_attach_port_forward_on_real_containers() {
     logs_follow_until_exit(&s);
     exec(&s);
     exec_tty_through_tmux(&s);
+    debug_through_tmux(&s);
     attach(&s);
     port_forward(&s);
     previous_logs(&s);
@@ -270,51 +271,96 @@ fn exec(s: &Server) {
     }
 }
 
-/// `kubectl exec -it … -- sh` in a terminal: typed input, output, resize, exit.
-fn exec_tty_through_tmux(s: &Server) {
-    let session = format!("berth-streams-{}", std::process::id());
-    // The pane stays a moment after kubectl returns, to show how it ended.
-    let cmd = format!(
-        "{} --kubeconfig {} exec -it web -c ticker -- sh; echo kubectl-exited-$?; sleep 5",
-        kubectl_path().display(),
-        s.kubeconfig.display()
-    );
-    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("tmux");
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
-    assert!(started.status.success(), "{}", stderr(&started));
-    let pane = || stdout(&tmux(&["capture-pane", "-p", "-t", &session]));
-    let wait_pane = |what: &str, f: &dyn Fn(&str) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let mut last = pane();
+/// A kubectl command in a tmux terminal (100x30), driven by typed keys.
+struct Terminal {
+    session: String,
+}
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux").args(args).output().expect("tmux")
+}
+
+impl Terminal {
+    fn start(s: &Server, name: &str, kubectl_args: &str) -> Terminal {
+        let session = format!("berth-streams-{name}-{}", std::process::id());
+        // The pane stays a moment after kubectl returns, to show how it ended.
+        let cmd = format!(
+            "{} --kubeconfig {} {kubectl_args}; echo kubectl-exited-$?; sleep 5",
+            kubectl_path().display(),
+            s.kubeconfig.display()
+        );
+        let started = tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            &cmd,
+        ]);
+        assert!(started.status.success(), "{}", stderr(&started));
+        Terminal { session }
+    }
+
+    fn pane(&self) -> String {
+        stdout(&tmux(&["capture-pane", "-p", "-t", &self.session]))
+    }
+
+    fn wait(&self, what: &str, f: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = self.pane();
         while !f(&last) {
             assert!(Instant::now() < deadline, "no {what} in the pane:\n{last}");
             std::thread::sleep(Duration::from_millis(200));
-            last = pane();
+            last = self.pane();
         }
-    };
-    wait_pane("shell prompt", &|p| {
-        p.lines().any(|l| l.trim_end().ends_with(" #"))
-    });
-    tmux(&["send-keys", "-t", &session, "echo $((6*7))", "Enter"]);
-    wait_pane("42", &|p| p.lines().any(|l| l.trim() == "42"));
-    tmux(&["send-keys", "-t", &session, "stty size", "Enter"]);
-    wait_pane("terminal size", &|p| {
-        p.lines().any(|l| l.trim() == "30 100")
-    });
-    tmux(&["send-keys", "-t", &session, "exit", "Enter"]);
+    }
+
+    fn wait_prompt(&self) {
+        self.wait("shell prompt", |p| {
+            p.lines().any(|l| l.trim_end().ends_with(" #"))
+        });
+    }
+
+    fn type_line(&self, text: &str) {
+        tmux(&["send-keys", "-t", &self.session, text, "Enter"]);
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.session]);
+    }
+}
+
+/// `kubectl exec -it … -- sh` in a terminal: typed input, output, resize, exit.
+fn exec_tty_through_tmux(s: &Server) {
+    let t = Terminal::start(s, "exec", "exec -it web -c ticker -- sh");
+    t.wait_prompt();
+    t.type_line("echo $((6*7))");
+    t.wait("42", |p| p.lines().any(|l| l.trim() == "42"));
+    t.type_line("stty size");
+    t.wait("terminal size", |p| p.lines().any(|l| l.trim() == "30 100"));
+    t.type_line("exit");
     // kubectl returns (status 0) when the shell exits.
-    wait_pane("kubectl's exit", &|p| p.contains("kubectl-exited-0"));
-    tmux(&["kill-session", "-t", &session]);
+    t.wait("kubectl's exit", |p| p.contains("kubectl-exited-0"));
+}
+
+/// The seed's `kubectl debug -it --target`: an ephemeral container attached
+/// interactively, seeing the target container's processes.
+fn debug_through_tmux(s: &Server) {
+    let t = Terminal::start(
+        s,
+        "debug",
+        "debug web -it --image=busybox --target=ticker -- sh",
+    );
+    t.wait_prompt();
+    t.type_line("ps");
+    t.wait("the target's processes", |p| p.contains("while true"));
+    t.type_line("exit");
+    t.wait("kubectl's exit", |p| p.contains("kubectl-exited-0"));
 }
 
 fn attach(s: &Server) {
