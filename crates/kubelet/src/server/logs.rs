@@ -146,11 +146,18 @@ pub fn format_time(t: &DateTime<FixedOffset>) -> String {
 pub struct Writer {
     opts: LogOptions,
     written: u64,
+    /// Whether the next record starts a line (the pieces of a `P`-split line
+    /// after the first get no timestamp, as upstream's ReadLogs).
+    at_line_start: bool,
 }
 
 impl Writer {
     pub fn new(opts: LogOptions) -> Self {
-        Writer { opts, written: 0 }
+        Writer {
+            opts,
+            written: 0,
+            at_line_start: true,
+        }
     }
 
     /// The bytes to send for `line` (empty when filtered out); `None` once
@@ -163,6 +170,8 @@ impl Writer {
             // Upstream skips lines it cannot parse (and logs them).
             return Some(Vec::new());
         };
+        let prefix = self.at_line_start;
+        self.at_line_start = rec.text.last().is_none_or(|b| *b == b'\n');
         if self
             .opts
             .since
@@ -171,7 +180,7 @@ impl Writer {
             return Some(Vec::new());
         }
         let mut out = Vec::with_capacity(rec.text.len() + 40);
-        if self.opts.timestamps {
+        if self.opts.timestamps && prefix {
             out.extend_from_slice(format_time(&rec.time).as_bytes());
             out.push(b' ');
         }
@@ -260,10 +269,14 @@ where
             continue;
         }
         // End of what is written so far (perhaps mid-line).
-        if !send(&tx, &mut batch).await {
-            return Ok(());
+        let last = !follow || stopping;
+        if last && !line.is_empty() {
+            // The file ends mid-line for good: upstream prints that piece too.
+            if let Some(out) = writer.line(&line) {
+                batch.extend_from_slice(&out);
+            }
         }
-        if !follow || stopping || tx.is_closed() {
+        if !send(&tx, &mut batch).await || last || tx.is_closed() {
             return Ok(());
         }
         idle += 1;
@@ -479,7 +492,7 @@ mod tests {
                 timestamps: true,
                 ..Default::default()
             }),
-            "2026-11-30T00:00:01Z one\n2026-11-30T00:00:02Z tw2026-11-30T00:00:02.5Z o\n2026-11-30T00:00:03Z three\n"
+            "2026-11-30T00:00:01Z one\n2026-11-30T00:00:02Z two\n2026-11-30T00:00:03Z three\n"
         );
         assert_eq!(
             run(LogOptions {
@@ -488,6 +501,28 @@ mod tests {
             }),
             "one\ntw"
         );
+    }
+
+    #[tokio::test]
+    async fn prints_an_unfinished_last_line_without_follow() {
+        let dir = std::env::temp_dir().join(format!("berth-logs-end-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("0.log");
+        std::fs::write(
+            &path,
+            "2026-11-30T00:00:01Z stdout F a\n2026-11-30T00:00:02Z stdout F b",
+        )
+        .unwrap();
+        let (tx, mut rx) = mpsc::channel(16);
+        stream(&path, LogOptions::default(), tx, || async { false })
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        while let Some(b) = rx.recv().await {
+            out.extend_from_slice(&b);
+        }
+        assert_eq!(out, b"a\nb");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
