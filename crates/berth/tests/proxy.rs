@@ -242,7 +242,6 @@ fn service_proxy_on_a_real_node() {
         "spec:\n",
         "spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}\n",
     ));
-    {}
     apply(&s, &yaml);
     let ip_of = |svc: &str| get(&s, &["service", svc], "{.spec.clusterIP}");
     let (web, nothing, hairpin) = (ip_of("web"), ip_of("nothing"), ip_of("hairpin"));
@@ -290,15 +289,16 @@ fn service_proxy_on_a_real_node() {
         || table().contains(&format!("{nothing} . tcp . 80 : goto reject-chain")),
     );
 
-    // 300 requests from a pod: every backend gets at least 20 %; the Service
-    // with no endpoints is refused at once.
+    // 300 requests from a pod to `http://web` (the name through the cluster DNS,
+    // the ClusterIP through the proxy): every backend gets at least 20 %; the
+    // Service with no endpoints is refused at once.
     apply(
         &s,
         &client(
             "client",
             &out,
             &format!(
-                "for i in $(seq 300); do wget -qO- http://{web}/ >> /out/web.txt || echo FAIL >> /out/web.txt; done; \
+                "for i in $(seq 300); do wget -qO- http://web/ >> /out/web.txt || echo FAIL >> /out/web.txt; done; \
                  start=$(date +%s); timeout 10 wget -qO- http://{nothing}/ 2> /out/nothing.err; \
                  echo $? $(( $(date +%s) - start )) > /out/nothing.txt; \
                  for i in $(seq 20); do wget -qO- http://{node_ip}:{node_port}/ >> /out/np.txt || echo FAIL >> /out/np.txt; done"
