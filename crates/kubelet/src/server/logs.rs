@@ -85,6 +85,8 @@ impl LogOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record<'a> {
     pub time: DateTime<FixedOffset>,
+    /// The timestamp as written.
+    pub raw_time: &'a str,
     pub stderr: bool,
     /// A piece of a longer line (`P`): printed without a newline.
     pub partial: bool,
@@ -118,6 +120,7 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, String> {
     }
     Ok(Record {
         time,
+        raw_time: ts,
         stderr,
         partial,
         text,
@@ -140,6 +143,18 @@ pub fn format_time(t: &DateTime<FixedOffset>) -> String {
         t.format("%:z").to_string()
     };
     format!("{base}{frac}{zone}")
+}
+
+/// Whether a timestamp is already in Go's RFC3339Nano form for UTC: `Z`, and
+/// a fraction (if any) without trailing zeros.
+fn is_go_utc(ts: &str) -> bool {
+    let Some(body) = ts.strip_suffix('Z') else {
+        return false;
+    };
+    match body.split_once('.') {
+        None => true,
+        Some((_, frac)) => !frac.is_empty() && !frac.ends_with('0'),
+    }
 }
 
 /// Turns records into output, applying since, timestamps and limitBytes.
@@ -181,7 +196,13 @@ impl Writer {
         }
         let mut out = Vec::with_capacity(rec.text.len() + 40);
         if self.opts.timestamps && prefix {
-            out.extend_from_slice(format_time(&rec.time).as_bytes());
+            if is_go_utc(rec.raw_time) {
+                // Already what formatting would give (runtimes written in Go):
+                // formatting a million timestamps costs seconds.
+                out.extend_from_slice(rec.raw_time.as_bytes());
+            } else {
+                out.extend_from_slice(format_time(&rec.time).as_bytes());
+            }
             out.push(b' ');
         }
         out.extend_from_slice(rec.text);
@@ -358,6 +379,27 @@ mod tests {
             b"yesterday stdout F x\n",
         ] {
             assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn go_utc_timestamps_pass_through() {
+        for (ts, go) in [
+            ("2026-11-30T01:02:03.12Z", true),
+            ("2026-11-30T01:02:03Z", true),
+            ("2026-11-30T01:02:03.120Z", false),
+            ("2026-11-30T01:02:03.Z", false),
+            ("2026-11-30T01:02:03.5+00:00", false),
+        ] {
+            assert_eq!(is_go_utc(ts), go, "{ts}");
+            if go {
+                let t = DateTime::parse_from_rfc3339(ts).unwrap();
+                assert_eq!(
+                    format_time(&t),
+                    ts,
+                    "passing through is what formatting gives"
+                );
+            }
         }
     }
 
