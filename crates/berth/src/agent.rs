@@ -60,6 +60,11 @@ pub struct AgentCmd {
     /// Bearer token for --server.
     #[arg(long, env = "BERTH_TOKEN")]
     pub token: Option<String>,
+    /// The cluster CA (PEM, `<server data-dir>/tls/server-ca.crt`) that --server's
+    /// certificate must chain to. Without it the server's certificate is not
+    /// verified (a warning says so).
+    #[arg(long, env = "BERTH_SERVER_CA")]
+    pub server_ca: Option<PathBuf>,
     /// A kubeconfig instead of --server/--token.
     #[arg(long, env = "KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
@@ -134,8 +139,13 @@ pub async fn client_for(cmd: &AgentCmd, component: &str) -> Result<kube::Client>
                 .context("--server needs --token (or use --kubeconfig)")?;
             let mut c = kube::Config::new(server.parse().context("--server")?);
             c.auth_info.token = Some(token.into());
-            // The cluster CA is not known here: --kubeconfig carries it.
-            c.accept_invalid_certs = true;
+            match &cmd.server_ca {
+                Some(path) => c.root_cert = Some(ca_certs(path)?),
+                None => {
+                    tracing::warn!("no --server-ca: the API server's certificate is not verified");
+                    c.accept_invalid_certs = true;
+                }
+            }
             c
         }
         (None, Some(kc)) => {
@@ -160,8 +170,12 @@ fn client_ca(args: &AgentArgs, data_dir: &Path) -> Option<String> {
         .or_else(|| std::fs::read_to_string(data_dir.join("tls").join("server-ca.crt")).ok())
 }
 
-/// The cluster CA of `berth agent --kubeconfig` (as PEM), for the kubelet server.
-pub async fn kubeconfig_ca(cmd: &AgentCmd) -> Option<String> {
+/// The cluster CA (as PEM) for the kubelet server: `--server-ca` with
+/// `--server`, else the one in `--kubeconfig`.
+pub async fn cluster_ca(cmd: &AgentCmd) -> Option<String> {
+    if cmd.server.is_some() {
+        return std::fs::read_to_string(cmd.server_ca.as_ref()?).ok();
+    }
     let kc = kube::config::Kubeconfig::read_from(cmd.kubeconfig.as_ref()?).ok()?;
     let config =
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -170,4 +184,20 @@ pub async fn kubeconfig_ca(cmd: &AgentCmd) -> Option<String> {
     config
         .root_cert
         .map(|certs| berth_kubelet::server::pem_from_der(&certs))
+}
+
+/// The DER certificates of a PEM bundle.
+fn ca_certs(path: &Path) -> Result<Vec<Vec<u8>>> {
+    let pem =
+        std::fs::read(path).with_context(|| format!("reading --server-ca {}", path.display()))?;
+    let certs: Vec<Vec<u8>> = rustls_pemfile::certs(&mut pem.as_slice())
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--server-ca {}: not PEM certificates", path.display()))?;
+    anyhow::ensure!(
+        !certs.is_empty(),
+        "--server-ca {}: no certificate in it",
+        path.display()
+    );
+    Ok(certs)
 }

@@ -416,11 +416,16 @@ async fn sim(args: SimArgs) -> Result<()> {
 
 async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
     let client = agent::client(&args).await?;
-    args.agent.client_ca_pem = agent::kubeconfig_ca(&args).await;
+    args.agent.client_ca_pem = agent::cluster_ca(&args).await;
     let a = agent::start(client.clone(), &args.agent, &args.data_dir).await?;
     let proxy_client = proxy::agent_client(&args).await?;
-    let service_proxy =
-        proxy::start(proxy_client, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await;
+    let service_proxy = proxy::start(
+        proxy_client,
+        &args.proxy,
+        &a.node_name,
+        &args.agent.cluster_cidr,
+    )
+    .await;
     if !args.ingress.disable_ingress {
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }

@@ -1,6 +1,7 @@
 //! `berth agent --server URL --token T --server-ca FILE`: the agent verifies the
 //! API server's certificate against the cluster CA it is given, as a joining
-//! node must (a wrong CA is refused; the right one joins the node).
+//! node must (a wrong CA is refused; the right one joins the node, and its
+//! kubelet server accepts the API server's client certificate from that CA).
 //! Needs root and the node agent's dependencies, as `tests/node.rs`.
 
 mod common;
@@ -72,6 +73,37 @@ fn agent_joins_only_a_server_whose_certificate_chains_to_server_ca() {
             "node never Ready with the right CA: {ready}"
         );
         std::thread::sleep(Duration::from_millis(250));
+    }
+    // The agent's kubelet server trusts the same CA: the API server's client
+    // certificate gets a pod's logs from it.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1
+kind: Pod
+metadata: {name: hello}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, command: [sh, -c, 'echo hello from the joined node; sleep 3600']}
+",
+        ),
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = s.kubectl(&["logs", "hello"]);
+        if common::stdout(&out).contains("hello from the joined node") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no logs through the kubelet server: {}{}\n{}",
+            common::stdout(&out),
+            common::stderr(&out),
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
     }
     drop(agent);
 }
