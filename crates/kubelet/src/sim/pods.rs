@@ -66,9 +66,10 @@ impl PodDriver {
 
     pub(super) async fn run(mut self) -> Result<()> {
         let api: Api<Pod> = Api::all(self.client.clone());
-        let mut events = watcher::watcher(api, watcher::Config::default())
-            .default_backoff()
-            .boxed();
+        // Only bound pods concern a node: unbound ones (a burst of creates) never
+        // reach this process, nor cost it a decode.
+        let bound = watcher::Config::default().fields("spec.nodeName!=");
+        let mut events = watcher::watcher(api, bound).default_backoff().boxed();
         let mut seen: HashSet<String> = HashSet::new();
         loop {
             match events.try_next().await {

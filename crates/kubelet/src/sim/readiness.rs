@@ -90,7 +90,9 @@ pub fn readiness_patch(pod: &Pod, at: &str) -> Option<Value> {
 pub async fn run(client: Client, nodes: HashSet<String>) {
     let nodes = Arc::new(nodes);
     let api: Api<Pod> = Api::all(client.clone());
-    let stream = watcher::watcher(api, watcher::Config::default())
+    // Only bound pods can be on a simulated node.
+    let bound = watcher::Config::default().fields("spec.nodeName!=");
+    let stream = watcher::watcher(api, bound)
         .default_backoff()
         .applied_objects();
     let mut stream = std::pin::pin!(stream);
