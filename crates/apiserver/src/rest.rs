@@ -332,7 +332,11 @@ impl Rest {
         }
         // A whole list (no paging, no exact revision) comes from the watch cache
         // once it has caught up with the store, as upstream's consistent reads do.
-        if limit == 0 && revision == 0 && q.get("continue").is_none() {
+        // So does any list at resourceVersion=0 ("any version", what informers
+        // send when they relist), whose limit upstream's cache ignores: a relist
+        // of 100,000 pods is then one snapshot, not 200 paged store reads.
+        let any_version = q.get("resourceVersion") == Some("0");
+        if (limit == 0 || any_version) && revision == 0 && q.get("continue").is_none() {
             let target = match q.get("resourceVersion") {
                 Some("0") => None,
                 Some(rv) => rv.parse::<i64>().ok(),
