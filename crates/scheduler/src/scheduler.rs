@@ -216,6 +216,13 @@ async fn drive<K, S>(
     let mut ready = Some(ready);
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(ev) = stream.next().await {
+        // As upstream's scheduler (TransformStripManagedFields): nothing here reads
+        // managedFields, and they are most of a cached pod's memory.
+        let ev = ev.map(|ev| {
+            ev.modify(|o| {
+                o.meta_mut().managed_fields = None;
+            })
+        });
         match ev {
             Ok(watcher::Event::Apply(o)) => apply(o),
             Ok(watcher::Event::Delete(o)) => delete(o),
