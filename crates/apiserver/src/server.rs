@@ -373,10 +373,7 @@ async fn route(
                 .map_err(|e| ApiError::internal(e.to_string()))?)
         }
         Method::GET if rp.name.is_some() => {
-            if matches!(
-                rp.subresource.as_deref(),
-                Some("proxy")
-            ) {
+            if matches!(rp.subresource.as_deref(), Some("proxy")) {
                 return Err(ApiError::new(
                     503,
                     "ServiceUnavailable",

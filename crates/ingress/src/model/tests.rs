@@ -278,7 +278,8 @@ fn status_lists_every_ready_serving_node() {
     };
     let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
     let own = ip("10.0.0.9");
-    let cases: Vec<(&str, Vec<Arc<Node>>, Vec<&str>)> = vec![
+    type Case<'a> = (&'a str, Vec<Arc<Node>>, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         ("no nodes: own address", vec![], vec!["10.0.0.9"]),
         (
             "own node not annotated yet: nothing",
