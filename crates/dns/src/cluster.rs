@@ -6,14 +6,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
+use berth_runtime::reflect::notifying_store;
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::{Name, Record, RecordType};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, PostParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
@@ -147,8 +146,8 @@ impl ClusterDns {
 /// Rebuilds the zone after every change to Services or EndpointSlices.
 async fn watch_zone(client: kube::Client, domain: &str, handler: &ClusterHandler) {
     let changed = Arc::new(Notify::new());
-    let services: Store<Service> = watch(&client, changed.clone());
-    let slices: Store<EndpointSlice> = watch(&client, changed.clone());
+    let services: Store<Service> = notifying_store(&client, changed.clone()).0;
+    let slices: Store<EndpointSlice> = notifying_store(&client, changed.clone()).0;
     if services.wait_until_ready().await.is_err() || slices.wait_until_ready().await.is_err() {
         warn!("cluster DNS: watches never became ready");
         return;
@@ -163,34 +162,6 @@ async fn watch_zone(client: kube::Client, domain: &str, handler: &ClusterHandler
         changed.notified().await;
         tokio::time::sleep(DEBOUNCE).await;
     }
-}
-
-fn watch<K>(client: &kube::Client, changed: Arc<Notify>) -> Store<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + k8s_openapi::serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store::<K>();
-    let stream = reflector::reflector(
-        writer,
-        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-            .default_backoff(),
-    );
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(_) => changed.notify_one(),
-                Err(e) => debug!(kind = %K::kind(&()), error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    reader
 }
 
 struct ClusterHandler {

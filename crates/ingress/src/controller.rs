@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_runtime::events::{EventSource, EventType, Recorder};
-use futures::StreamExt;
+use berth_runtime::reflect::notifying_store;
 use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::Store;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
@@ -28,35 +27,6 @@ use crate::{Config, Shared};
 const DEBOUNCE: Duration = Duration::from_millis(50);
 /// The events' component, as the field manager of status writes.
 pub const COMPONENT: &str = "berth-ingress";
-
-/// Starts a reflector for `K` that wakes `changed` on every event.
-fn watch<K>(client: &kube::Client, changed: Arc<Notify>) -> Store<K>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + k8s_openapi::serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store::<K>();
-    let stream = reflector::reflector(
-        writer,
-        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-            .default_backoff(),
-    );
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(_) => changed.notify_one(),
-                Err(e) => debug!(kind = %K::kind(&()), error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    reader
-}
 
 struct Stores {
     ingresses: Store<Ingress>,
@@ -82,12 +52,12 @@ impl Stores {
 pub async fn run(client: kube::Client, cfg: Config, shared: Arc<Shared>) {
     let changed = Arc::new(Notify::new());
     let stores = Stores {
-        ingresses: watch(&client, changed.clone()),
-        classes: watch(&client, changed.clone()),
-        services: watch(&client, changed.clone()),
-        slices: watch(&client, changed.clone()),
-        secrets: watch(&client, changed.clone()),
-        nodes: watch(&client, changed.clone()),
+        ingresses: notifying_store(&client, changed.clone()).0,
+        classes: notifying_store(&client, changed.clone()).0,
+        services: notifying_store(&client, changed.clone()).0,
+        slices: notifying_store(&client, changed.clone()).0,
+        secrets: notifying_store(&client, changed.clone()).0,
+        nodes: notifying_store(&client, changed.clone()).0,
     };
     if !stores.ready().await {
         warn!("ingress controller: watches never became ready");

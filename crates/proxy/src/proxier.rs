@@ -5,12 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use berth_runtime::reflect::notifying_store;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -20,39 +17,6 @@ use crate::nft::{Nft, NftBackend};
 use crate::ruleset::Table;
 use crate::syncer::{SyncKind, Syncer};
 use crate::{Config, Error, convert, model, sysctl};
-
-/// A reflector for `K` that wakes `changed` on every event; the task ends when
-/// the handle is aborted.
-fn reflect<K>(
-    client: &kube::Client,
-    changed: Arc<Notify>,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + k8s_openapi::serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store::<K>();
-    let stream = reflector::reflector(
-        writer,
-        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-            .default_backoff(),
-    );
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(_) => changed.notify_one(),
-                Err(e) => debug!(kind = %K::kind(&()), error = %e, "watch failed; retrying"),
-            }
-        }
-    });
-    (reader, task)
-}
 
 /// A running proxy; [`Proxy::shutdown`] removes its rules.
 pub struct Proxy {
@@ -136,8 +100,8 @@ async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let changed = Arc::new(Notify::new());
-    let (services, services_task) = reflect::<Service>(&client, changed.clone());
-    let (slices, slices_task) = reflect::<EndpointSlice>(&client, changed.clone());
+    let (services, services_task) = notifying_store::<Service>(&client, changed.clone());
+    let (slices, slices_task) = notifying_store::<EndpointSlice>(&client, changed.clone());
     // The watches stop with the proxy, however it returns.
     let _watches = AbortOnDrop(vec![services_task, slices_task]);
     let syncer = Arc::new(Mutex::new(Syncer::new(

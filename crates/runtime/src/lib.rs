@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod leaderelection;
 mod lru;
+pub mod reflect;
 
 pub use clock::{Clock, FakeClock, RealClock};
 pub use error::Error;
