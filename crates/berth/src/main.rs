@@ -55,6 +55,53 @@ struct SimArgs {
     /// Index of the first node, to add nodes beside an earlier simulator's.
     #[arg(long, default_value_t = 0)]
     first_index: usize,
+    #[command(flatten)]
+    shape: SimNodeArgs,
+}
+
+/// What each simulated node looks like.
+#[derive(clap::Args, Debug, Clone)]
+struct SimNodeArgs {
+    /// Each simulated node's capacity (`pods` defaults to 110).
+    #[arg(long, default_value = "cpu=4,memory=16Gi,ephemeral-storage=100Gi")]
+    sim_node_capacity: String,
+    /// Labels of each simulated node, `key=value,…` (as --node-labels), beside
+    /// upstream's default ones and `type=berth-sim`.
+    #[arg(long, default_value = "")]
+    sim_node_labels: String,
+    /// Taints of each simulated node, `key[=value]:Effect,…` (as --register-with-taints).
+    #[arg(long, default_value = "")]
+    sim_node_taints: String,
+    /// NUMA cells per simulated node, sharing its CPUs and memory evenly; published
+    /// in the Node annotation `node.berth.dev/numa-topology`.
+    #[arg(long, default_value_t = 0)]
+    sim_numa_nodes: u32,
+}
+
+impl SimNodeArgs {
+    /// The simulator's configuration for `count` nodes from `first_index` on.
+    fn config(
+        &self,
+        count: usize,
+        name_prefix: String,
+        first_index: usize,
+    ) -> Result<berth_kubelet::sim::SimConfig> {
+        use berth_kubelet::node::{self, topology};
+        let mut cfg = berth_kubelet::sim::SimConfig {
+            count,
+            name_prefix,
+            first_index,
+            ..Default::default()
+        };
+        cfg.capacity =
+            node::parse_resources(&self.sim_node_capacity).context("--sim-node-capacity")?;
+        cfg.labels
+            .extend(topology::parse_labels(&self.sim_node_labels).context("--sim-node-labels")?);
+        cfg.taints = topology::parse_taints(&self.sim_node_taints).context("--sim-node-taints")?;
+        cfg.numa = topology::split_evenly(self.sim_numa_nodes, &cfg.capacity)
+            .context("--sim-numa-nodes")?;
+        Ok(cfg)
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -107,6 +154,8 @@ struct ServerArgs {
     /// Run this many simulated nodes (sim-node-0…) inside the server.
     #[arg(long, default_value_t = 0)]
     simulate_nodes: usize,
+    #[command(flatten)]
+    sim_shape: SimNodeArgs,
     /// Run the scheduler and the controller-manager only while holding their Leases
     /// (kube-system/kube-scheduler, kube-system/kube-controller-manager), as upstream's
     /// --leader-elect: servers sharing one store run one of each.
@@ -220,7 +269,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     // names itself in User-Agent, which names its field manager in managedFields.
     if args.simulate_nodes > 0 {
         let client = client_from(&kubeconfig, "kubelet").await?;
-        start_simulator(client, args.simulate_nodes, "sim-node-".into(), 0);
+        let cfg = args
+            .sim_shape
+            .config(args.simulate_nodes, "sim-node-".into(), 0)?;
+        start_simulator(client, cfg);
     }
     // Leader-elected components release their Leases on shutdown.
     let (stop_components, components_stop) = tokio::sync::watch::channel(false);
@@ -392,13 +444,7 @@ async fn start_ingress(client: kube::Client, args: &agent::IngressArgs, node_nam
     });
 }
 
-fn start_simulator(client: kube::Client, count: usize, name_prefix: String, first_index: usize) {
-    let cfg = berth_kubelet::sim::SimConfig {
-        count,
-        name_prefix,
-        first_index,
-        ..Default::default()
-    };
+fn start_simulator(client: kube::Client, cfg: berth_kubelet::sim::SimConfig) {
     tokio::spawn(async move {
         if let Err(e) = berth_kubelet::sim::Simulator::run(client, cfg).await {
             tracing::error!(error = %e, "node simulator stopped");
@@ -408,7 +454,10 @@ fn start_simulator(client: kube::Client, count: usize, name_prefix: String, firs
 
 async fn sim(args: SimArgs) -> Result<()> {
     let client = client_from(&args.kubeconfig, "kubelet").await?;
-    start_simulator(client, args.nodes, args.name_prefix, args.first_index);
+    let cfg = args
+        .shape
+        .config(args.nodes, args.name_prefix, args.first_index)?;
+    start_simulator(client, cfg);
     println!("Simulating {} nodes", args.nodes);
     shutdown_signal().await;
     Ok(())

@@ -187,3 +187,85 @@ fn fifty_simulated_nodes() {
     let (_, node) = s.request("GET", "/api/v1/nodes/sim-node-49", "", None);
     assert_eq!(node["spec"]["podCIDR"], "10.42.49.0/24");
 }
+
+/// Simulated nodes shaped by flags: capacity, labels, taints and NUMA cells (the
+/// cells in the Node annotation `node.berth.dev/numa-topology`); a bad flag stops
+/// the server with a message naming it.
+#[test]
+fn simulated_node_shape_from_flags() {
+    let s = common::Server::start_with(
+        common::temp_dir("sim-shape"),
+        &[
+            "--simulate-nodes",
+            "2",
+            "--sim-node-capacity",
+            "cpu=8,memory=32Gi",
+            "--sim-node-labels",
+            "topology.kubernetes.io/zone=z1,disk=ssd",
+            "--sim-node-taints",
+            "gpu=true:NoSchedule",
+            "--sim-numa-nodes",
+            "2",
+        ],
+    );
+    let node = wait_for("sim-node-1", Duration::from_secs(30), || {
+        let out = s.kubectl(&["get", "node", "sim-node-1", "-o", "json"]);
+        serde_json::from_slice::<Value>(&out.stdout).ok()
+    });
+    assert_eq!(node["status"]["capacity"]["cpu"], "8");
+    assert_eq!(node["status"]["capacity"]["memory"], "32Gi");
+    assert_eq!(node["status"]["capacity"]["pods"], "110");
+    let labels = &node["metadata"]["labels"];
+    assert_eq!(labels["topology.kubernetes.io/zone"], "z1");
+    assert_eq!(labels["disk"], "ssd");
+    assert_eq!(labels["type"], "berth-sim");
+    assert_eq!(
+        node["spec"]["taints"],
+        serde_json::json!([{"key": "gpu", "value": "true", "effect": "NoSchedule"}])
+    );
+    let numa: Value = serde_json::from_str(
+        node["metadata"]["annotations"]["node.berth.dev/numa-topology"]
+            .as_str()
+            .expect("NUMA annotation"),
+    )
+    .expect("NUMA JSON");
+    assert_eq!(
+        numa,
+        serde_json::json!([
+            {"id": 0, "cpus": "0-3", "memory": "16Gi"},
+            {"id": 1, "cpus": "4-7", "memory": "16Gi"}
+        ])
+    );
+    drop(s);
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "server",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            "0",
+        ])
+        .args([
+            "--disable-agent",
+            "--disable-ingress",
+            "--disable-dns",
+            "--data-dir",
+        ])
+        .arg(common::temp_dir("sim-bad"))
+        .args([
+            "--simulate-nodes",
+            "1",
+            "--sim-node-taints",
+            "gpu:Sometimes",
+        ])
+        .output()
+        .expect("run berth server");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--sim-node-taints")
+            && err.contains("NoSchedule, PreferNoSchedule or NoExecute"),
+        "{err}"
+    );
+}

@@ -34,6 +34,8 @@ pub enum Error {
     },
     #[error("invalid eviction threshold {0:?}")]
     Eviction(String),
+    #[error("invalid {0}")]
+    Invalid(String),
     #[error("encoding failed: {0}")]
     Json(#[from] serde_json::Error),
     #[error(transparent)]

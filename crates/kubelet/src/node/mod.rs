@@ -4,6 +4,7 @@
 
 mod client;
 mod lease;
+pub mod topology;
 
 pub use client::{NodeAgent, patch_status, register};
 pub use lease::{
@@ -383,10 +384,20 @@ pub fn node_object(cfg: &NodeConfig, health: &NodeHealth, now: Timestamp) -> Nod
             name: Some(cfg.name.clone()),
             labels: Some(node_labels(cfg)),
             // Upstream's kubelet marks volume attach/detach as the controller's job.
-            annotations: Some(BTreeMap::from([(
-                "volumes.kubernetes.io/controller-managed-attach-detach".to_string(),
-                "true".to_string(),
-            )])),
+            annotations: Some(
+                [(
+                    "volumes.kubernetes.io/controller-managed-attach-detach".to_string(),
+                    "true".to_string(),
+                )]
+                .into_iter()
+                .chain((!cfg.numa.is_empty()).then(|| {
+                    (
+                        topology::NUMA_ANNOTATION.to_string(),
+                        topology::numa_annotation(&cfg.numa),
+                    )
+                }))
+                .collect(),
+            ),
             ..Default::default()
         },
         spec: Some(NodeSpec {
