@@ -22,7 +22,7 @@ use crate::forward::{self, Forwarder};
 use crate::metrics::{self, Metrics};
 use crate::records::{Data, Lookup, Zone};
 use crate::serve::{Handler, Listeners, Proto};
-use crate::wire::{self, Parsed};
+use crate::wire;
 
 /// Changes arriving within this window make one rebuild.
 const DEBOUNCE: Duration = Duration::from_millis(20);
@@ -174,22 +174,10 @@ struct ClusterHandler {
 
 impl Handler for ClusterHandler {
     async fn handle(&self, raw: &[u8], proto: Proto) -> Option<Vec<u8>> {
-        let started = std::time::Instant::now();
-        let reply = match wire::parse(raw) {
-            Parsed::Drop => return None,
-            Parsed::Reply(r) => r,
-            Parsed::Query(req) => self.answer(&req, raw, proto).await,
-        };
-        self.metrics
-            .duration
-            .observe(started.elapsed().as_secs_f64());
-        if let Some(rcode) = wire::rcode_of(&reply) {
-            self.metrics
-                .responses
-                .get_or_create(&metrics::labels(&[("rcode", wire::rcode_label(rcode))]))
-                .inc();
-        }
-        Some(reply)
+        crate::serve::respond(&self.metrics, raw, |req| async move {
+            self.answer(&req, raw, proto).await
+        })
+        .await
     }
 }
 

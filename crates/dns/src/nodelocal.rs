@@ -19,7 +19,7 @@ use crate::forward::{self, Forwarder};
 use crate::iface::{Links, Placed};
 use crate::metrics::{self, Metrics};
 use crate::serve::{Handler, Listeners, Proto};
-use crate::wire::{self, Parsed};
+use crate::wire;
 
 pub const DEFAULT_IP: &str = "169.254.20.10";
 pub const DEFAULT_INTERFACE: &str = "nodelocaldns";
@@ -149,22 +149,10 @@ struct CacheHandler<C: Clock> {
 
 impl<C: Clock + 'static> Handler for CacheHandler<C> {
     async fn handle(&self, raw: &[u8], proto: Proto) -> Option<Vec<u8>> {
-        let started = std::time::Instant::now();
-        let reply = match wire::parse(raw) {
-            Parsed::Drop => return None,
-            Parsed::Reply(r) => r,
-            Parsed::Query(req) => self.answer(&req, raw, proto).await,
-        };
-        self.metrics
-            .duration
-            .observe(started.elapsed().as_secs_f64());
-        if let Some(rcode) = wire::rcode_of(&reply) {
-            self.metrics
-                .responses
-                .get_or_create(&metrics::labels(&[("rcode", wire::rcode_label(rcode))]))
-                .inc();
-        }
-        Some(reply)
+        crate::serve::respond(&self.metrics, raw, |req| async move {
+            self.answer(&req, raw, proto).await
+        })
+        .await
     }
 }
 

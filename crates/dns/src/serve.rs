@@ -34,6 +34,38 @@ pub trait Handler: Send + Sync + 'static {
     fn handle(&self, raw: &[u8], proto: Proto) -> impl Future<Output = Option<Vec<u8>>> + Send;
 }
 
+/// What both servers do with a datagram: malformed input is answered (or
+/// dropped) by [`crate::wire::parse`], a query by `answer`; every reply's time
+/// and rcode are counted.
+pub async fn respond<F, Fut>(
+    metrics: &crate::metrics::Metrics,
+    raw: &[u8],
+    answer: F,
+) -> Option<Vec<u8>>
+where
+    F: FnOnce(Box<hickory_proto::op::Message>) -> Fut,
+    Fut: Future<Output = Vec<u8>>,
+{
+    use crate::wire::{self, Parsed};
+    let started = std::time::Instant::now();
+    let reply = match wire::parse(raw) {
+        Parsed::Drop => return None,
+        Parsed::Reply(r) => r,
+        Parsed::Query(req) => answer(req).await,
+    };
+    metrics.duration.observe(started.elapsed().as_secs_f64());
+    if let Some(rcode) = wire::rcode_of(&reply) {
+        metrics
+            .responses
+            .get_or_create(&crate::metrics::labels(&[(
+                "rcode",
+                wire::rcode_label(rcode),
+            )]))
+            .inc();
+    }
+    Some(reply)
+}
+
 pub struct Listeners {
     udp: Arc<UdpSocket>,
     tcp: TcpListener,
