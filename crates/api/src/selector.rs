@@ -954,13 +954,18 @@ fn field_set(kind: &str, group: &str) -> FieldSet {
     }
 }
 
-/// Whether `?fieldSelector=` may name `field` for a kind; `kind_group` is
+/// The fields `?fieldSelector=` may name for a kind; `kind_group` is
 /// `(kind, group)`, group `""` for core.
-pub fn supported_field(kind_group: (&str, &str), field: &str) -> bool {
+pub fn selectable_fields(kind_group: (&str, &str)) -> &'static [&'static str] {
     match field_set(kind_group.0, kind_group.1) {
-        FieldSet::Default => matches!(field, "metadata.name" | "metadata.namespace"),
-        FieldSet::Listed(list, _) => list.contains(&field),
+        FieldSet::Default => &["metadata.name", "metadata.namespace"],
+        FieldSet::Listed(list, _) => list,
     }
+}
+
+/// Whether `?fieldSelector=` may name `field` for a kind (see [`selectable_fields`]).
+pub fn supported_field(kind_group: (&str, &str), field: &str) -> bool {
+    selectable_fields(kind_group).contains(&field)
 }
 
 /// Upstream's error for an unsupported field label (returned as 400).
