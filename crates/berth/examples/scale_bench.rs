@@ -10,8 +10,6 @@
 //! extra arguments go to `berth server`, e.g. `--watch-cache-events 20000`)
 
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -67,33 +65,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // utime and stime are fields 14 and 15 of the whole line (11 and 12 here).
     (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Runs `f(i)` for i in 0..total on `clients` concurrent tasks.
-async fn concurrently<F, Fut>(total: usize, clients: usize, f: F) -> anyhow::Result<()>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
-{
-    let next = Arc::new(AtomicUsize::new(0));
-    let f = Arc::new(f);
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        let (next, f) = (next.clone(), f.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                f(i).await?;
-            }
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(())
 }
 
 /// Latencies of one kind of request, sorted.
@@ -252,7 +223,7 @@ async fn main() -> anyhow::Result<()> {
     let cpu_before = cpu_seconds(pid);
     let started = Instant::now();
     let creator = pods.clone();
-    concurrently(total, clients, move |i| {
+    bench_common::concurrently(total, clients, move |i| {
         let api = creator.clone();
         async move {
             api.create(&PostParams::default(), &pod(&format!("p-{i}"))?)

@@ -10,7 +10,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -58,33 +57,6 @@ fn pod(name: &str) -> anyhow::Result<Pod> {
     }))?)
 }
 
-/// Runs `f(i)` for i in 0..total on `clients` concurrent tasks.
-async fn concurrently<F, Fut>(total: usize, clients: usize, f: F) -> anyhow::Result<()>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
-{
-    let next = Arc::new(AtomicUsize::new(0));
-    let f = Arc::new(f);
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        let (next, f) = (next.clone(), f.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                f(i).await?;
-            }
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(())
-}
-
 struct Run {
     pods: usize,
     nodes: usize,
@@ -102,7 +74,7 @@ async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> 
 
     let node_api: Api<Node> = Api::all(client.clone());
     let started = Instant::now();
-    concurrently(nodes, clients, move |i| {
+    bench_common::concurrently(nodes, clients, move |i| {
         let api = node_api.clone();
         async move {
             api.create(&PostParams::default(), &node(&format!("bench-node-{i}"))?)
@@ -154,7 +126,7 @@ async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> 
 
     let started = Instant::now();
     let creator = pods.clone();
-    concurrently(total, clients, move |i| {
+    bench_common::concurrently(total, clients, move |i| {
         let api = creator.clone();
         async move {
             api.create(&PostParams::default(), &pod(&format!("p-{i}"))?)

@@ -4,6 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -83,4 +85,33 @@ impl Drop for BenchServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
     }
+}
+
+// Not every benchmark that includes this module uses it.
+#[allow(dead_code)]
+/// Runs `f(i)` for i in 0..total on `clients` concurrent tasks.
+pub async fn concurrently<F, Fut>(total: usize, clients: usize, f: F) -> anyhow::Result<()>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let f = Arc::new(f);
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (next, f) = (next.clone(), f.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                f(i).await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
 }
