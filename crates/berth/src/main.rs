@@ -466,7 +466,7 @@ async fn sim(args: SimArgs) -> Result<()> {
 async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
     let client = agent::client(&args).await?;
     args.agent.client_ca_pem = agent::cluster_ca(&args).await;
-    let a = agent::start(client.clone(), &args.agent, &args.data_dir).await?;
+    let a = agent::start(client, &args.agent, &args.data_dir).await?;
     let proxy_client = proxy::agent_client(&args).await?;
     let service_proxy = proxy::start(
         proxy_client,
@@ -476,6 +476,8 @@ async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
     )
     .await;
     if !args.ingress.disable_ingress {
+        // Its own User-Agent, as in `berth server`: status writes name berth-ingress.
+        let client = agent::client_for(&args, "berth-ingress").await?;
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }
     let node_local_dns =
