@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
 mod dns;
+mod footprint;
 mod images;
 mod proxy;
 
@@ -535,9 +536,12 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if matches!(cli.command, Command::Agent(_)) {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rt.worker_threads(cpus.min(footprint::AGENT_WORKER_THREADS));
+    }
+    let rt = rt.enable_all().build()?;
     match cli.command {
         Command::Server(args) => rt.block_on(server(*args)),
         Command::Sim(args) => rt.block_on(sim(args)),
