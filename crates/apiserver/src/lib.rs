@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod negotiate;
 pub mod objects;
 pub mod pki;
+pub mod proxy;
 pub mod request;
 pub mod rest;
 pub mod server;

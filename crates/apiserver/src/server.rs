@@ -338,6 +338,10 @@ async fn route(
         .into();
         return crate::streaming::serve(state, req, &rp, &q).await;
     }
+    if crate::proxy::is_proxy(&rp) {
+        labels.verb = "CONNECT".into();
+        return crate::proxy::serve(state, req, &rp).await;
+    }
     let method = req.method().clone();
     let content_type = header_str(&req, header::CONTENT_TYPE);
     let is_watch = rp.legacy_watch || q.flag("watch");
@@ -373,13 +377,6 @@ async fn route(
                 .map_err(|e| ApiError::internal(e.to_string()))?)
         }
         Method::GET if rp.name.is_some() => {
-            if matches!(rp.subresource.as_deref(), Some("proxy")) {
-                return Err(ApiError::new(
-                    503,
-                    "ServiceUnavailable",
-                    "no node agent serves this subresource yet",
-                ));
-            }
             let obj = state.rest.get(&rp).await?;
             let body = if rp.subresource.as_deref() == Some("scale") {
                 obj

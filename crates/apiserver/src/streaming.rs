@@ -77,7 +77,7 @@ impl KubeletClient {
         })
     }
 
-    async fn connect(&self, addr: SocketAddr) -> std::io::Result<TlsStream<TcpStream>> {
+    pub(crate) async fn connect(&self, addr: SocketAddr) -> std::io::Result<TlsStream<TcpStream>> {
         let tcp = tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(addr))
             .await
             .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
@@ -90,7 +90,7 @@ impl KubeletClient {
 
 /// Accepts any kubelet serving certificate (signatures are still checked).
 #[derive(Debug)]
-struct AnyServerCert(Arc<rustls::crypto::CryptoProvider>);
+pub(crate) struct AnyServerCert(pub(crate) Arc<rustls::crypto::CryptoProvider>);
 
 impl ServerCertVerifier for AnyServerCert {
     fn verify_server_cert(
@@ -246,7 +246,7 @@ fn unreachable(node: &Value, addr: SocketAddr) -> Option<String> {
 }
 
 /// Go's wording for common dial errors (`dial tcp …: connect: connection refused`).
-fn dial_error(addr: SocketAddr, e: &std::io::Error) -> String {
+pub(crate) fn dial_error(addr: SocketAddr, e: &std::io::Error) -> String {
     use std::io::ErrorKind as K;
     let why = match e.kind() {
         K::ConnectionRefused => "connect: connection refused".to_string(),
