@@ -715,6 +715,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An expected location, or an error's code and message.
+    type Want<'a> = Result<Location, (u16, &'a str)>;
+
     fn snp(s: &str, n: &str, p: &str) -> SchemeNamePort {
         SchemeNamePort {
             scheme: s.into(),
@@ -764,7 +767,7 @@ mod tests {
                 addr: a.parse().unwrap(),
             })
         };
-        let cases: Vec<(&Value, &str, Result<Location, (u16, &str)>)> = vec![
+        let cases: Vec<(&Value, &str, Want)> = vec![
             (&with, "web", http("10.42.0.7:8080")),
             (&with, "web:9090", http("10.42.0.7:9090")),
             (&with, "web:http", http("10.42.0.7:8080")),
@@ -903,7 +906,7 @@ mod tests {
                 addr: a.parse().unwrap(),
             })
         };
-        let cases: Vec<(&str, Result<Location, (u16, &str)>)> = vec![
+        let cases: Vec<(&str, Want)> = vec![
             ("n", loc(Transport::Kubelet, "192.168.1.10:10250")),
             ("n:10250", loc(Transport::Kubelet, "192.168.1.10:10250")),
             (
