@@ -101,8 +101,9 @@ impl Drop for Killed {
 
 #[test]
 fn proxy_subresources() {
-    let started = Instant::now();
     let s = Server::start_with_agent("proxysub");
+    // Timed from here: starting waits for other suites' agent servers.
+    let started = Instant::now();
     let mut node = String::new();
     wait_until(Duration::from_secs(30), "the agent's node", || {
         node = stdout(&s.kubectl(&[
@@ -137,11 +138,24 @@ fn proxy_subresources() {
     let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(OBJECTS));
     assert!(out.status.success(), "{}", stderr(&out));
     let page = format!("{POD}/web:8080/proxy/index.html");
-    wait_until(
-        Duration::from_secs(30),
-        "httpd through the pod proxy",
-        || s.kubectl(&["get", "--raw", &page]).status.success(),
-    );
+    // Short tries: a SYN sent while the pod's network is still coming up can
+    // go unanswered until the proxy's 30 s dial timeout.
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let mut tries = Vec::new();
+    loop {
+        let t = Instant::now();
+        let got = curl(&s, &["--max-time", "2"], &page);
+        if got == (200, "hello-through-proxy\n".to_string()) {
+            break;
+        }
+        tries.push(format!("{:?} {got:?}", t.elapsed()));
+        assert!(
+            Instant::now() < deadline,
+            "httpd never answered through the pod proxy: {tries:#?}\n{}",
+            stdout(&s.kubectl(&["describe", "pod", "web"]))
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     // Pods: numeric, named and default (first container) ports.
     for name in ["web:8080", "web:http", "web", "http:web:8080"] {
@@ -190,6 +204,13 @@ fn proxy_subresources() {
     let (code, body) = curl(&s, &[], &format!("{POD}/web:8080/proxy/no-such-page"));
     assert_eq!(code, 404, "the backend's 404 passes through: {body}");
     assert!(!body.contains("\"kind\":\"Status\""), "{body}");
+    // HEAD: the backend's headers, no body.
+    let head = stdout(&s.curl(&["-s", "-I", &format!("{}{page}", s.http)]));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-length: 20\r\n"),
+        "{head}"
+    );
     // `…/proxy` is sent on to `…/proxy/` (GET), keeping the query.
     let redirect = stdout(&s.curl(&[
         "-s",
@@ -250,6 +271,34 @@ fn proxy_subresources() {
         &format!("/api/v1/nodes/{node}/proxy/healthz"),
     ]);
     assert_eq!(out, "ok");
+    // An upgrade (WebSocket) passes through: the kubelet's exec endpoint.
+    let exec = stdout(&s.curl(&[
+        "-s",
+        "-i",
+        "-N",
+        "--http1.1",
+        "--max-time",
+        "10",
+        "-H",
+        "Connection: Upgrade",
+        "-H",
+        "Upgrade: websocket",
+        "-H",
+        "Sec-WebSocket-Version: 13",
+        "-H",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "-H",
+        "Sec-WebSocket-Protocol: v5.channel.k8s.io",
+        &format!(
+            "{}/api/v1/nodes/{node}/proxy/exec/default/web/httpd?command=echo&command=hi-from-exec&output=1",
+            s.http
+        ),
+    ]));
+    assert!(
+        exec.starts_with("HTTP/1.1 101 Switching Protocols"),
+        "{exec}"
+    );
+    assert!(exec.contains("hi-from-exec"), "{exec}");
     let (code, body) = curl(
         &s,
         &[],
