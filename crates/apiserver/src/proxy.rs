@@ -39,8 +39,9 @@ use crate::streaming::{self, AnyServerCert};
 const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Headers that belong to one connection and are never forwarded (RFC 9110 §7.6.1,
-/// the list Go's ReverseProxy drops), plus `Authorization`: the API server
-/// consumed the client's credentials and never hands them to a backend.
+/// the list Go's ReverseProxy drops). `Authorization` goes too, in [`serve`]:
+/// the API server consumed the client's credentials, as upstream's
+/// authentication filter does, and never hands them to a backend.
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "proxy-connection",
@@ -282,13 +283,13 @@ pub fn candidates(slices: &[Value], port_name: &str) -> (Vec<Candidate>, bool) {
 }
 
 /// Upstream's node ResourceLocation: the kubelet (HTTPS, kubelet client
-/// certificate) unless another port is asked for, which is dialed plainly
-/// with the scheme given. Loopback is allowed besides global unicast: a
-/// one-machine Berth node may publish 127.0.0.1.
+/// certificate) unless another port is asked for, which is dialed with the
+/// scheme given. As upstream, only a global unicast address is dialed: a Node
+/// naming loopback would otherwise open the API server's own host.
 pub fn node_location(id: &SchemeNamePort, node: &Value) -> ApiResult<Location> {
     let kubelet = streaming::kubelet_address(node).map_err(|e| ApiError::new(500, "", e))?;
     let ip = kubelet.ip();
-    if !(is_global_unicast(ip) || ip.is_loopback()) {
+    if !is_global_unicast(ip) {
         return Err(ApiError::bad_request("address not allowed"));
     }
     if id.port.is_empty() || id.port == kubelet.port().to_string() {
@@ -928,9 +929,14 @@ mod tests {
                 .map_err(|e| (e.code, e.message));
             assert_eq!(got, want.map_err(|(c, m)| (c, m.to_string())), "{id}");
         }
-        assert!(node_location(&snp("", "n", ""), &node("127.0.0.1")).is_ok());
-        let e = node_location(&snp("", "n", ""), &node("224.0.0.1")).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (400, "address not allowed"));
+        for ip in ["127.0.0.1", "224.0.0.1", "::1"] {
+            let e = node_location(&snp("", "n", ""), &node(ip)).unwrap_err();
+            assert_eq!(
+                (e.code, e.message.as_str()),
+                (400, "address not allowed"),
+                "{ip}"
+            );
+        }
         let none = json!({"status": {"addresses": [{"type": "Hostname", "address": "n"}]}});
         assert_eq!(
             node_location(&snp("", "n", ""), &none).unwrap_err().message,
