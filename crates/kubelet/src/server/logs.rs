@@ -240,8 +240,11 @@ pub fn tail_offset(data: &[u8], n: u64) -> usize {
     starts.front().copied().unwrap_or(data.len())
 }
 
-/// How often a follower looks for new lines, and how many idle looks pass
-/// between asking whether the container still runs.
+/// How long a follower waits for a write before asking whether the container
+/// still runs.
+const STATUS_CHECK: Duration = Duration::from_secs(1);
+/// Without inotify: how often a follower looks for new lines, and how many
+/// idle looks make one status check.
 const POLL: Duration = Duration::from_millis(200);
 const STATUS_EVERY: u32 = 5;
 
@@ -264,6 +267,12 @@ where
         file.seek(std::io::SeekFrom::Start(off)).await?;
     }
     let follow = opts.follow;
+    // Registered before the first read, so no write after it goes unseen.
+    let watch = if follow {
+        super::filewatch::FileWatch::new(path).ok()
+    } else {
+        None
+    };
     let mut writer = Writer::new(opts);
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut line = Vec::new();
@@ -301,12 +310,18 @@ where
             return Ok(());
         }
         idle += 1;
-        if idle.is_multiple_of(STATUS_EVERY) && !running().await {
+        let quiet = match &watch {
+            Some(w) => !w.changed(STATUS_CHECK).await,
+            None => idle.is_multiple_of(STATUS_EVERY),
+        };
+        if quiet && !running().await {
             // One more pass for the lines written before the exit.
             stopping = true;
             continue;
         }
-        tokio::time::sleep(POLL).await;
+        if watch.is_none() {
+            tokio::time::sleep(POLL).await;
+        }
     }
     send(&tx, &mut batch).await;
     Ok(())

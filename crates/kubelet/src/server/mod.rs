@@ -7,6 +7,7 @@
 //! unless told to). Clients must present a certificate signed by the cluster CA
 //! (the API server's kubelet client certificate); nothing else is served.
 
+pub mod filewatch;
 pub mod logs;
 pub mod spdy;
 pub mod streams;
