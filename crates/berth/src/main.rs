@@ -134,10 +134,9 @@ struct ServerArgs {
     #[arg(long)]
     write_kubeconfig: Option<PathBuf>,
     /// Most events the API server's watch cache keeps, over all resources, for watches
-    /// that resume from a resourceVersion (older ones get 410 Gone and relist); the cap
-    /// rises to the number of objects cached when that is larger. Each resource keeps
-    /// its own last 75 s (at least 100 events) within the cap; when over it, the
-    /// resource with the most events drops its oldest first.
+    /// that resume from a resourceVersion (older ones get 410 Gone and relist). Each
+    /// resource keeps its own last 75 s (at least 100 events) within this cap; when
+    /// over it, the resource with the most events drops its oldest first.
     #[arg(long, default_value_t = berth_apiserver::WATCH_CACHE_EVENTS)]
     watch_cache_events: usize,
     /// How often old store revisions are compacted, in seconds (as kube-apiserver's --etcd-compaction-interval).
