@@ -9,7 +9,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{Server, wait_until};
 
 static ONE_AGENT: Mutex<()> = Mutex::new(());
 
@@ -27,17 +27,6 @@ fn agent_server(tag: &str) -> (Server, std::sync::MutexGuard<'static, ()>) {
         String::from_utf8_lossy(&out.stdout) == "True"
     });
     (s, guard)
-}
-
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn jsonpath(s: &Server, pod: &str, path: &str) -> String {

@@ -12,20 +12,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{Server, wait_until};
 
 const TABLE: &str = "berth-proxy";
-
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
-}
 
 fn get(s: &Server, what: &[&str], path: &str) -> String {
     let jp = format!("jsonpath={path}");

@@ -8,18 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, kubectl_path, stderr, stdout};
-
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
-}
+use common::{Server, kubectl_path, stderr, stdout, wait_until};
 
 /// `web`: busybox httpd on a named container port with a page and an echoing
 /// CGI script; a Service in front of it (named target port) and one selecting

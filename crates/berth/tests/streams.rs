@@ -9,18 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{AgentProcess, Server, kubectl_path, stderr, stdout};
-
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("timed out waiting for {what}");
-}
+use common::{AgentProcess, Server, kubectl_path, stderr, stdout, wait_until};
 
 fn jsonpath(s: &Server, what: &str, path: &str) -> String {
     stdout(&s.kubectl(&["get", what, "-o", &format!("jsonpath={path}")]))
