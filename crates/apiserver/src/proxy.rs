@@ -655,14 +655,7 @@ pub async fn serve(
         let mut r = Response::new(Empty::new().boxed());
         *r.status_mut() = status;
         *r.headers_mut() = resp.headers().clone();
-        let backend_upgrade = hyper::upgrade::on(&mut resp);
-        tokio::spawn(async move {
-            let (Ok(a), Ok(b)) = tokio::join!(client_upgrade, backend_upgrade) else {
-                return;
-            };
-            let (mut a, mut b) = (TokioIo::new(a), TokioIo::new(b));
-            let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
-        });
+        streaming::splice(client_upgrade, hyper::upgrade::on(&mut resp));
         return Ok(r);
     }
     let mut headers = end_to_end(resp.headers());

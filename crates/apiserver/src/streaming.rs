@@ -511,15 +511,20 @@ async fn upgrade(
     for (k, v) in resp.headers() {
         r.headers_mut().append(k.clone(), v.clone());
     }
-    let backend_upgrade = hyper::upgrade::on(&mut resp);
+    splice(client_upgrade, hyper::upgrade::on(&mut resp));
+    Ok(r)
+}
+
+/// Joins a client's and a backend's upgraded connections byte for byte once
+/// both sides have switched protocols.
+pub(crate) fn splice(client: hyper::upgrade::OnUpgrade, backend: hyper::upgrade::OnUpgrade) {
     tokio::spawn(async move {
-        let (Ok(a), Ok(b)) = tokio::join!(client_upgrade, backend_upgrade) else {
+        let (Ok(a), Ok(b)) = tokio::join!(client, backend) else {
             return;
         };
         let (mut a, mut b) = (TokioIo::new(a), TokioIo::new(b));
         let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
     });
-    Ok(r)
 }
 
 #[cfg(test)]
