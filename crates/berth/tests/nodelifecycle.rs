@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Server, temp_dir};
@@ -32,23 +31,6 @@ spec:
         resources:
           requests: {cpu: 300m}
 ";
-
-fn sim(s: &Server) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args([
-            "sim",
-            "--nodes",
-            "2",
-            "--name-prefix",
-            "doomed-",
-            "--kubeconfig",
-        ])
-        .arg(&s.kubeconfig)
-        .env("BERTH_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start berth sim")
-}
 
 fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
@@ -118,7 +100,7 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
             "1s",
         ],
     );
-    let mut doomed = sim(&s);
+    let mut doomed = s.sim(2, "doomed-");
     wait_until("four Ready nodes", Duration::from_secs(60), || {
         let nodes = get(&s, "/api/v1/nodes")["items"]
             .as_array()
@@ -296,7 +278,7 @@ fn dead_node_is_tainted_its_pods_replaced_and_it_recovers() {
     );
 
     // The node comes back: Ready again, taints removed; its kubelet finishes the evicted pods.
-    let mut back = sim(&s);
+    let mut back = s.sim(2, "doomed-");
     wait_until(
         "doomed nodes Ready and untainted",
         Duration::from_secs(45),

@@ -107,23 +107,7 @@ fn proxy_subresources() {
     });
     // A simulated node (its pods get made-up IPs), once the agent's node holds
     // the first podCIDR (the pod bridge is set up for it).
-    let _sim = Killed(
-        Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args([
-                "sim",
-                "--nodes",
-                "1",
-                "--name-prefix",
-                "proxysub-sim-",
-                "--kubeconfig",
-            ])
-            .arg(&s.kubeconfig)
-            .env("BERTH_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("berth sim"),
-    );
+    let _sim = Killed(s.sim(1, "proxysub-sim-"));
     let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(OBJECTS));
     assert!(out.status.success(), "{}", stderr(&out));
     let page = format!("{POD}/web:8080/proxy/index.html");

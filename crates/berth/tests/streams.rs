@@ -474,21 +474,7 @@ fn errors(s: &Server) {
         stderr(&out)
     );
     // A pod on a simulated node: its kubelet cannot be reached (and is never dialed).
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args([
-            "sim",
-            "--nodes",
-            "1",
-            "--name-prefix",
-            "stream-sim-",
-            "--kubeconfig",
-        ])
-        .arg(&s.kubeconfig)
-        .env("BERTH_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("berth sim");
+    let mut sim = s.sim(1, "stream-sim-");
     let pod = "apiVersion: v1
 kind: Pod
 metadata: {name: on-sim}

@@ -83,6 +83,26 @@ fn rand_suffix() -> u64 {
 }
 
 impl Server {
+    /// `berth sim` joining this server with `nodes` simulated nodes named
+    /// `prefix0`, `prefix1`, … (a separate process the caller ends).
+    pub fn sim(&self, nodes: usize, prefix: &str) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_berth"))
+            .args([
+                "sim",
+                "--nodes",
+                &nodes.to_string(),
+                "--name-prefix",
+                prefix,
+            ])
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .env("BERTH_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start berth sim")
+    }
+
     pub fn start(tag: &str) -> Server {
         Self::start_with(temp_dir(tag), &[])
     }
