@@ -16,4 +16,5 @@ pub mod selector;
 pub mod ssa;
 pub mod strategic;
 pub mod taints;
+pub mod user;
 pub mod validation;
