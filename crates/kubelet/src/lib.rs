@@ -19,6 +19,7 @@ pub mod server;
 pub mod servicelinks;
 pub mod sim;
 pub mod status;
+pub mod token;
 pub mod volumes;
 
 /// Errors from the node library and the simulator.

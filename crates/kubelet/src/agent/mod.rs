@@ -177,6 +177,11 @@ impl Agent {
                 }
             }
         }));
+        let tokens = Arc::new(crate::token::TokenManager::new(
+            Arc::new(crate::token::ApiTokenRequester(client.clone())),
+            Arc::new(berth_runtime::clock::RealClock),
+        ));
+        tasks.push(tokio::spawn(tokens.clone().run_cleanup()));
         let shared = Arc::new(worker::Shared {
             client: client.clone(),
             runtime: runtime.clone(),
@@ -204,6 +209,7 @@ impl Agent {
             pokes: Mutex::new(HashMap::new()),
             services,
             allocatable,
+            tokens,
         });
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),

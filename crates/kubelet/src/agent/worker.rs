@@ -49,6 +49,8 @@ pub struct Shared {
     pub services: kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>,
     /// The node's allocatable (resourceFieldRef of containers without limits).
     pub allocatable: crate::node::Resources,
+    /// ServiceAccount tokens of projected volumes (upstream's token manager).
+    pub tokens: Arc<crate::token::TokenManager>,
 }
 
 /// The agent's pod statuses by uid (upstream's status manager cache).
@@ -115,8 +117,11 @@ struct Worker {
     acted: bool,
 }
 
-/// How often configMap/secret/downwardAPI contents are re-written (upstream's
-/// kubelet sync period is 1 min).
+/// How often configMap/secret/downwardAPI/projected contents are re-written
+/// (upstream's kubelet sync period is 1 min). Each re-write asks the token
+/// manager again, so it must come round well within a token's refresh window
+/// (`token::MIN_REFRESH_WINDOW`, tested below): a refreshed token then
+/// reaches its file before the old one expires.
 const VOLUME_RESYNC: Duration = Duration::from_secs(10);
 
 fn container_ref(pod: &Pod, c: &str, init: bool) -> ObjectReference {
@@ -138,6 +143,16 @@ fn restart_policy(pod: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.restart_policy.as_deref())
         .unwrap_or("Always")
+}
+
+/// The pod's service account: `spec.serviceAccountName`, else `default`
+/// (what upstream's ServiceAccount admission sets).
+fn service_account_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.service_account_name.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
 }
 
 /// Should an exited container be started again (upstream's `ShouldContainerBeRestarted`)?
@@ -221,6 +236,7 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
 impl Worker {
     fn forget(&self) {
         self.shared.statuses.remove(&self.uid);
+        self.shared.tokens.delete_service_account_token(&self.uid);
         self.shared
             .pokes
             .lock()
@@ -361,11 +377,12 @@ impl Worker {
             node_allocatable: &self.shared.allocatable,
             service_env: &empty,
         };
+        let tokens = self.service_account_tokens(pod).await;
         let src = crate::volumes::ProjectedSources {
             config_maps: &cms,
             secrets: &secrets,
             env: &env,
-            service_account_token: None,
+            service_account_tokens: &tokens,
         };
         let pod_dir = podspec::pod_dir(&self.shared.ctx, pod);
         for v in &volumes {
@@ -390,6 +407,27 @@ impl Worker {
         self.mount_error = None;
         self.volumes_synced = Some(Instant::now());
         true
+    }
+
+    /// A token for every serviceAccountToken source of the pod's volumes,
+    /// for its service account and bound to it (upstream's projected volume
+    /// plugin asking the token manager).
+    async fn service_account_tokens(&self, pod: &Pod) -> crate::volumes::ServiceAccountTokens {
+        let (name, ns, uid) = podspec::meta(pod);
+        let service_account = service_account_name(pod);
+        let mut tokens = crate::volumes::ServiceAccountTokens::new();
+        for source in crate::volumes::token_sources(pod) {
+            let key = crate::token::TokenKey {
+                namespace: ns.to_string(),
+                service_account: service_account.to_string(),
+                pod_name: name.to_string(),
+                pod_uid: uid.to_string(),
+                source,
+            };
+            let token = self.shared.tokens.get_service_account_token(&key).await;
+            tokens.insert(key.source, token);
+        }
+        tokens
     }
 
     fn sandbox_failed(&mut self, pod: &Pod, err: &str) {
@@ -1192,6 +1230,31 @@ mod tests {
             ("Never", 1, false),
         ] {
             assert_eq!(should_restart(policy, code), want, "{policy} {code}");
+        }
+    }
+
+    #[test]
+    fn volume_resync_comes_within_the_token_refresh_window() {
+        // The re-write after a refresh falls due comes before expiry.
+        let window = crate::token::MIN_REFRESH_WINDOW.as_secs();
+        assert!(window > 0 && (VOLUME_RESYNC.as_secs() as i64) < window);
+    }
+
+    #[test]
+    fn service_account_defaults() {
+        for (spec, want) in [
+            (json!({"containers": []}), "default"),
+            (
+                json!({"containers": [], "serviceAccountName": ""}),
+                "default",
+            ),
+            (
+                json!({"containers": [], "serviceAccountName": "robot"}),
+                "robot",
+            ),
+        ] {
+            let pod: Pod = serde_json::from_value(json!({"spec": spec})).unwrap();
+            assert_eq!(service_account_name(&pod), want, "{spec}");
         }
     }
 

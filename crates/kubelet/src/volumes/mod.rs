@@ -5,6 +5,8 @@
 //! agent fetched ([`config_map_payload`], [`secret_payload`],
 //! [`downward_api_payload`], [`projected_payload`]) and written to the volume
 //! directory by [`writer::write`] with upstream's atomic `..data` layout.
+//! A projected `serviceAccountToken` source takes the token the agent's token
+//! manager (`crate::token`) holds for its [`TokenSource`].
 //! `emptyDir` and `hostPath` are directories with rules ([`empty_dir`],
 //! [`host_path`]). Errors carry upstream's wording; the agent reports them as
 //! `FailedMount` events (`MountVolume.SetUp failed for volume "x" : <error>`).
@@ -16,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, Volume,
+    ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, ServiceAccountTokenProjection, Volume,
 };
 
 use crate::envvars::{self, EnvSources};
@@ -60,6 +62,10 @@ pub enum VolumeError {
     HostPath(String),
     #[error("{context}: {message}")]
     Io { context: String, message: String },
+    /// A serviceAccountToken source without a token (the token manager's
+    /// message, e.g. `failed to fetch token: <server error>`).
+    #[error("{0}")]
+    Token(String),
 }
 
 fn mode_of(item: Option<i32>, default: i32) -> u32 {
@@ -257,15 +263,51 @@ fn clean_path(p: &str) -> String {
     }
 }
 
+/// Upstream's default `expirationSeconds` of a serviceAccountToken projection
+/// (`SetDefaults_ServiceAccountTokenProjection`: one hour).
+pub const DEFAULT_TOKEN_EXPIRATION_SECONDS: i64 = 3600;
+/// The shortest token lifetime upstream accepts (validation: "may not specify
+/// a duration less than 10 minutes").
+pub const MIN_TOKEN_EXPIRATION_SECONDS: i64 = 600;
+
+/// One serviceAccountToken source as the agent requests it: the audience
+/// (None: the API server's own) and the lifetime. Two sources that agree on
+/// both share one token, as upstream's token manager keys its cache.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TokenSource {
+    pub audience: Option<String>,
+    pub expiration_seconds: i64,
+}
+
+impl TokenSource {
+    /// The request a projection makes: upstream sends `audiences: [audience]`
+    /// only when one is set, and the defaulted `expirationSeconds`. A
+    /// lifetime under the minimum (a pod no upstream server would have
+    /// admitted) is raised to it rather than sent to be refused.
+    pub fn of(p: &ServiceAccountTokenProjection) -> Self {
+        TokenSource {
+            audience: p.audience.clone().filter(|a| !a.is_empty()),
+            expiration_seconds: p
+                .expiration_seconds
+                .unwrap_or(DEFAULT_TOKEN_EXPIRATION_SECONDS)
+                .max(MIN_TOKEN_EXPIRATION_SECONDS),
+        }
+    }
+}
+
+/// The pod's tokens by source: the token, or the token manager's error
+/// (`failed to fetch token: <server error>`).
+pub type ServiceAccountTokens = BTreeMap<TokenSource, Result<String, String>>;
+
 /// What a projected volume reads besides the pod.
 #[derive(Debug, Clone, Copy)]
 pub struct ProjectedSources<'a> {
     pub config_maps: &'a BTreeMap<String, ConfigMap>,
     pub secrets: &'a BTreeMap<String, Secret>,
     pub env: &'a EnvSources<'a>,
-    /// The token the agent requested for the pod's service account
-    /// (TokenRequest), when the volume projects one.
-    pub service_account_token: Option<&'a str>,
+    /// The tokens the agent requested (TokenRequest) for the pod's
+    /// serviceAccountToken sources ([`token_sources`]).
+    pub service_account_tokens: &'a ServiceAccountTokens,
 }
 
 /// The payload of any volume that has one (configMap, secret, downwardAPI,
@@ -344,16 +386,18 @@ pub fn projected_payload(
                 src.env,
             )
         } else if let Some(t) = &s.service_account_token {
-            match src.service_account_token {
-                Some(token) => Ok(Payload::from([(
+            match src.service_account_tokens.get(&TokenSource::of(t)) {
+                Some(Ok(token)) => Ok(Payload::from([(
                     t.path.clone(),
                     FileProjection {
                         data: token.as_bytes().to_vec(),
                         mode: mode_of(None, default_mode),
                     },
                 )])),
-                None => Err(VolumeError::Field(
-                    "failed to fetch token: no service account token was requested".into(),
+                Some(Err(e)) => Err(VolumeError::Token(e.clone())),
+                // The agent requests every source `token_sources` lists.
+                None => Err(VolumeError::Token(
+                    "failed to fetch token: no token was requested for this source".into(),
                 )),
             }
         } else {
@@ -365,6 +409,21 @@ pub fn projected_payload(
         }
     }
     aggregate(errors).map(|()| payload)
+}
+
+/// Every distinct serviceAccountToken source of the pod's projected volumes
+/// (what the agent requests tokens for), sorted.
+pub fn token_sources(pod: &Pod) -> Vec<TokenSource> {
+    let mut out: Vec<TokenSource> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .flat_map(|v| v.projected.iter().flat_map(|p| p.sources.iter().flatten()))
+        .filter_map(|s| s.service_account_token.as_ref().map(TokenSource::of))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The ConfigMaps and Secrets a pod's volumes read (what the agent fetches).

@@ -201,11 +201,18 @@ fn downward_api_and_projected() {
         {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
         {"secret": {"name": "creds", "items": [{"key": "user", "path": "u"}]}}
     ]}})).unwrap();
+    let tokens = ServiceAccountTokens::from([(
+        TokenSource {
+            audience: None,
+            expiration_seconds: 3607,
+        },
+        Ok("eyJtoken".to_string()),
+    )]);
     let src = ProjectedSources {
         config_maps: &cms,
         secrets: &secrets,
         env: &env,
-        service_account_token: Some("eyJtoken"),
+        service_account_tokens: &tokens,
     };
     assert_eq!(
         files(&volume_payload(&v, &pod(), &src).unwrap().unwrap()),
@@ -220,7 +227,7 @@ fn downward_api_and_projected() {
         config_maps: &BTreeMap::new(),
         secrets: &secrets,
         env: &env,
-        service_account_token: Some("t"),
+        service_account_tokens: &tokens,
     };
     assert_eq!(
         volume_payload(&v, &pod(), &src)
@@ -246,6 +253,128 @@ fn downward_api_and_projected() {
             "/pods/u1/volumes/kubernetes.io~empty-dir/scratch"
         ))
     );
+}
+
+#[test]
+fn token_source_requests() {
+    // (projection, the request it makes)
+    let cases = [
+        (json!({"path": "t"}), None, 3600),
+        (json!({"path": "t", "expirationSeconds": 3607}), None, 3607),
+        (json!({"path": "t", "audience": ""}), None, 3600),
+        (
+            json!({"path": "t", "audience": "vault", "expirationSeconds": 7200}),
+            Some("vault"),
+            7200,
+        ),
+        // Under upstream's 10-minute minimum: raised to it.
+        (json!({"path": "t", "expirationSeconds": 60}), None, 600),
+    ];
+    for (projection, audience, expiration_seconds) in cases {
+        let p: k8s_openapi::api::core::v1::ServiceAccountTokenProjection =
+            serde_json::from_value(projection.clone()).unwrap();
+        assert_eq!(
+            TokenSource::of(&p),
+            TokenSource {
+                audience: audience.map(String::from),
+                expiration_seconds
+            },
+            "{projection}"
+        );
+    }
+}
+
+#[test]
+fn several_service_account_tokens() {
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u-1"},
+        "spec": {"containers": [], "volumes": [
+            {"name": "kube-api-access-abcde", "projected": {"sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}},
+            {"name": "vault", "projected": {"sources": [
+                {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 600, "path": "vault-token"}},
+                {"serviceAccountToken": {"audience": "sts", "path": "sts/token"}},
+                {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 600, "path": "again"}}]}}
+        ]}
+    }))
+    .unwrap();
+    let src = |aud: Option<&str>, exp: i64| TokenSource {
+        audience: aud.map(String::from),
+        expiration_seconds: exp,
+    };
+    // Deduplicated and sorted: one request per (audience, lifetime).
+    assert_eq!(
+        token_sources(&p),
+        [
+            src(None, 3607),
+            src(Some("sts"), 3600),
+            src(Some("vault"), 600)
+        ]
+    );
+    let volumes = p.spec.clone().unwrap().volumes.unwrap();
+    let (cms, secrets, alloc, svc) = (
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    );
+    let env = env_sources(&cms, &secrets, &alloc, &svc);
+    let ok = |t: &str| Ok(t.to_string());
+    let fail = "failed to fetch token: serviceaccounts \"default\" not found";
+    // (tokens the agent has, volume, files or error)
+    type Want = Result<Vec<(String, String, u32)>, String>;
+    let cases: Vec<(ServiceAccountTokens, usize, Want)> = vec![
+        (
+            ServiceAccountTokens::from([(src(None, 3607), ok("api"))]),
+            0,
+            Ok(vec![f("token", "api", 0o644)]),
+        ),
+        (
+            ServiceAccountTokens::from([
+                (src(Some("vault"), 600), ok("v")),
+                (src(Some("sts"), 3600), ok("s")),
+            ]),
+            1,
+            Ok(vec![
+                f("again", "v", 0o644),
+                f("sts/token", "s", 0o644),
+                f("vault-token", "v", 0o644),
+            ]),
+        ),
+        // The TokenRequest failed: upstream's message, as the FailedMount event shows it.
+        (
+            ServiceAccountTokens::from([(src(None, 3607), Err(fail.to_string()))]),
+            0,
+            Err(fail.to_string()),
+        ),
+        // One source failed, the others did not: its error alone.
+        (
+            ServiceAccountTokens::from([
+                (src(Some("vault"), 600), ok("v")),
+                (src(Some("sts"), 3600), Err(fail.to_string())),
+            ]),
+            1,
+            Err(fail.to_string()),
+        ),
+        (
+            ServiceAccountTokens::new(),
+            0,
+            Err("failed to fetch token: no token was requested for this source".into()),
+        ),
+    ];
+    for (tokens, volume, want) in cases {
+        let s = ProjectedSources {
+            config_maps: &cms,
+            secrets: &secrets,
+            env: &env,
+            service_account_tokens: &tokens,
+        };
+        let got = volume_payload(&volumes[volume], &p, &s)
+            .unwrap()
+            .map(|p| files(&p))
+            .map_err(|e| e.to_string());
+        assert_eq!(got, want, "{tokens:?} {volume}");
+    }
 }
 
 #[test]
