@@ -2,6 +2,7 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -28,6 +29,7 @@ pub enum Error {
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client) {
     tokio::join!(
+        clusterroleaggregation::run(client.clone()),
         namespace::run(client.clone()),
         garbagecollector::run(client.clone()),
         serviceaccount::run(client.clone()),
