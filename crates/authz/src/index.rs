@@ -831,6 +831,12 @@ mod tests {
     }
 
     #[test]
+    fn the_index_can_be_shared_across_request_tasks() {
+        fn shared<T: Send + Sync + 'static>() {}
+        shared::<PolicyIndex>();
+    }
+
+    #[test]
     fn a_thousand_role_bindings_across_a_hundred_namespaces() {
         let mut role_bindings = Vec::new();
         for n in 0..100 {
