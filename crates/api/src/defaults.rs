@@ -2,7 +2,8 @@
 //! `SetObjectDefaults_*` wiring, applied to wire-form objects, plus the pure
 //! create/update preparation upstream's registry strategies do
 //! (`prepare_for_create`, `prepare_for_update`) and the defaults admission
-//! plugins add to pods (`admit_pod`).
+//! plugins add to pods (`admit_pod_priority`, `default_service_account_name`,
+//! `default_toleration_seconds`).
 //!
 //! Only fields that are absent (or null, or for plain strings and numbers,
 //! empty/zero as Go sees them) are filled; values of the wrong JSON type are
@@ -847,30 +848,39 @@ fn generate_job_selector(obj: &mut Value) {
     }
 }
 
-/// What admission plugins upstream enables by default add to a new Pod: the
-/// `default` service account (ServiceAccount), the priority of its PriorityClass
-/// (Priority: [`admit_pod_priority`]) and 300 s tolerations for not-ready/unreachable
-/// nodes (DefaultTolerationSeconds). The projected token volume is not added here.
-/// `Err` is the Forbidden message of the Priority plugin.
-pub fn admit_pod(pod: &mut Value, priority_classes: &[Value]) -> Result<(), String> {
-    admit_pod_priority(pod, priority_classes)?;
+/// The ServiceAccount admission plugin's defaulting: a pod without
+/// `serviceAccountName` runs as `default`; the deprecated `serviceAccount`
+/// mirrors it. Returns the name.
+pub fn default_service_account_name(pod: &mut Value) -> String {
     let Some(spec) = ensure_path(pod, &["spec"]) else {
-        return Ok(());
+        return "default".to_string();
     };
     default_if_empty(spec, "serviceAccountName", "default");
-    if let Some(sa) = spec.get("serviceAccountName").cloned() {
-        default_if_empty(spec, "serviceAccount", sa.as_str().unwrap_or("default"));
-    }
+    let name = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string();
+    default_if_empty(spec, "serviceAccount", &name);
+    name
+}
+
+/// The DefaultTolerationSeconds admission plugin: a pod that does not tolerate
+/// the not-ready and unreachable NoExecute taints tolerates each for 300 s.
+pub fn default_toleration_seconds(pod: &mut Value) {
+    let Some(spec) = ensure_path(pod, &["spec"]) else {
+        return;
+    };
     let tolerations = match spec.get_mut("tolerations") {
         Some(Value::Array(t)) => t,
         Some(Value::Null) | None => {
             spec.insert("tolerations".into(), json!([]));
             match spec.get_mut("tolerations") {
                 Some(Value::Array(t)) => t,
-                _ => return Ok(()),
+                _ => return,
             }
         }
-        Some(_) => return Ok(()),
+        Some(_) => return,
     };
     for key in [
         "node.kubernetes.io/not-ready",
@@ -891,7 +901,6 @@ pub fn admit_pod(pod: &mut Value, priority_classes: &[Value]) -> Result<(), Stri
             }));
         }
     }
-    Ok(())
 }
 
 /// Upstream's Priority admission on pod create: a named PriorityClass gives

@@ -147,6 +147,42 @@ macro_rules! resource {
     };
 }
 
+/// A create-only kind that is never stored (reviews): the request is answered
+/// with the object and its `status` filled, as upstream's review endpoints.
+macro_rules! review {
+    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr) => {
+        ResourceType {
+            group: <$ty as k8s_openapi::Resource>::GROUP,
+            version: <$ty as k8s_openapi::Resource>::VERSION,
+            kind: <$ty as k8s_openapi::Resource>::KIND,
+            list_kind: "",
+            plural: $plural,
+            singular: $singular,
+            namespaced: $namespaced,
+            short_names: NONE,
+            categories: NONE,
+            subresources: NONE,
+            verbs: CREATE_ONLY,
+            storage_group: <$ty as k8s_openapi::Resource>::GROUP,
+            storage_version: <$ty as k8s_openapi::Resource>::VERSION,
+            storage_plural: $plural,
+            roundtrip: roundtrip::<$ty>,
+            schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
+            schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
+        }
+    };
+}
+
+const CREATE_ONLY: &[&str] = &["create"];
+
+impl ResourceType {
+    /// A kind that is only ever created and answered, never stored or listed
+    /// (TokenReview, SubjectAccessReview, …).
+    pub fn is_review(&self) -> bool {
+        self.list_kind.is_empty()
+    }
+}
+
 /// autoscaling/v2beta2 HorizontalPodAutoscaler. k8s-openapi (1.33) has no v2beta2
 /// types; upstream's v2beta2 and v2 HPA have the same JSON shape except that v2 added
 /// `HPAScalingRules.tolerance` (1.33, alpha), so bodies decode through the v2 type with
@@ -287,6 +323,43 @@ pub static RESOURCES: &[ResourceType] = &[
     // batch/v1
     resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS),
     resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
+    // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, never stored.
+    review!(
+        api::authentication::v1::SelfSubjectReview,
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        CLUSTER
+    ),
+    review!(
+        api::authentication::v1::TokenReview,
+        "tokenreviews",
+        "tokenreview",
+        CLUSTER
+    ),
+    review!(
+        api::authorization::v1::LocalSubjectAccessReview,
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        NS
+    ),
+    review!(
+        api::authorization::v1::SelfSubjectAccessReview,
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        CLUSTER
+    ),
+    review!(
+        api::authorization::v1::SelfSubjectRulesReview,
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        CLUSTER
+    ),
+    review!(
+        api::authorization::v1::SubjectAccessReview,
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        CLUSTER
+    ),
     resource!(api::coordination::v1::Lease, "leases", "lease", NS, short: NONE, cat: NONE, sub: NONE),
     resource!(api::discovery::v1::EndpointSlice, "endpointslices", "endpointslice", NS, short: NONE, cat: NONE, sub: NONE),
     // events.k8s.io/v1 Events are core/v1 Events in storage, as upstream.
@@ -299,7 +372,7 @@ pub static RESOURCES: &[ResourceType] = &[
     INGRESS_CLASS_V1BETA1,
     INGRESS_V1BETA1,
     resource!(api::policy::v1::PodDisruptionBudget, "poddisruptionbudgets", "poddisruptionbudget", NS, short: &["pdb"], cat: NONE, sub: STATUS),
-    // rbac.authorization.k8s.io/v1 (stored; enforced later)
+    // rbac.authorization.k8s.io/v1 (enforced by the API server's RBAC authorizer)
     resource!(api::rbac::v1::ClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", CLUSTER, short: NONE, cat: NONE, sub: NONE),
     resource!(api::rbac::v1::ClusterRole, "clusterroles", "clusterrole", CLUSTER, short: NONE, cat: NONE, sub: NONE),
     resource!(api::rbac::v1::RoleBinding, "rolebindings", "rolebinding", NS, short: NONE, cat: NONE, sub: NONE),

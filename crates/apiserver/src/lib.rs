@@ -4,7 +4,11 @@
 //! `discovery` / `negotiate` (Table, metadata) → `decode` (bodies, field
 //! validation) and `strategy` (per-kind rules) → `objects` (storage keys/bytes).
 
+pub mod admission;
 pub mod alloc;
+pub mod authentication;
+pub mod authorization;
+pub mod bootstrap;
 pub mod decode;
 pub mod discovery;
 pub mod metrics;
@@ -14,10 +18,12 @@ pub mod pki;
 pub mod proxy;
 pub mod request;
 pub mod rest;
+pub mod reviews;
 pub mod server;
 pub mod status;
 pub mod strategy;
 pub mod streaming;
+pub mod tokens;
 pub mod watch;
 pub mod watchcache;
 
@@ -27,7 +33,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use berth_store::Store;
-use serde_json::json;
 use tokio::net::TcpListener;
 use tracing::info;
 
@@ -55,7 +60,15 @@ pub struct Config {
     pub watch_cache_events: usize,
     /// `--service-cidr` and `--service-node-port-range`.
     pub services: alloc::ServiceRanges,
+    /// The enabled admission plugins (from [`admission::Config::resolve`]).
+    pub admission_plugins: Vec<&'static str>,
+    /// `--authorization-mode`, in order.
+    pub authorization_modes: Vec<authorization::Mode>,
 }
+
+/// The `iss` of ServiceAccount tokens and their default audience (k3s's and
+/// most distributions' choice: the in-cluster name of the API server).
+pub const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// A bound, not yet serving, API server.
 pub struct ApiServer {
@@ -136,9 +149,21 @@ impl ApiServer {
                 )
                 .await?,
                 services: Arc::new(alloc::Allocator::new(store.clone(), config.services)),
+                admission: admission::Chain::new(&config.admission_plugins),
             },
             metrics: metrics::Metrics::default(),
-            admin_token: pki.admin_token.clone(),
+            authenticator: authentication::Authenticator {
+                admin_token: pki.admin_token.clone(),
+                issuer: Arc::new(
+                    berth_authn::serviceaccount::Issuer::load_or_create(
+                        &config.data_dir.join("tls"),
+                        SERVICE_ACCOUNT_ISSUER,
+                        vec![SERVICE_ACCOUNT_ISSUER.to_string()],
+                    )
+                    .context("loading the service account signing key")?,
+                ),
+            },
+            authorizer: authorization::Authorizer::new(config.authorization_modes.clone()),
             server_address: format!("{host}:{}", secure_addr.port()),
             kubelet: streaming::KubeletClient::new(
                 &pki.kubelet_client_cert_pem,
@@ -147,7 +172,7 @@ impl ApiServer {
             .map_err(|e| tracing::warn!(error = %e, "kubelet client credentials"))
             .ok(),
         });
-        bootstrap(&state.rest).await?;
+        bootstrap::run(&state.rest).await?;
         alloc::kubernetes::start(&state, &config, secure_addr)
             .await
             .map_err(|e| anyhow::anyhow!("creating the kubernetes Service: {e}"))?;
@@ -215,6 +240,10 @@ impl LocalApiServer {
             kubeconfig: None,
             watch_cache_events: WATCH_CACHE_EVENTS,
             services: Default::default(),
+            admission_plugins: admission::Config::default()
+                .resolve()
+                .map_err(anyhow::Error::msg)?,
+            authorization_modes: vec![authorization::Mode::Rbac],
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;
@@ -262,69 +291,4 @@ pub async fn compactor(store: Arc<dyn Store>, interval: std::time::Duration) {
         }
         previous = store.current_revision().await.ok();
     }
-}
-
-/// Upstream's built-in PriorityClasses (name, value, description).
-const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
-    (
-        "system-node-critical",
-        2_000_001_000,
-        "Used for system critical pods that must not be moved from their current node.",
-    ),
-    (
-        "system-cluster-critical",
-        2_000_000_000,
-        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
-    ),
-];
-
-/// Creates the system namespaces and PriorityClasses when missing.
-async fn bootstrap(rest: &rest::Rest) -> Result<()> {
-    let pc_rt = berth_api::registry::lookup("scheduling.k8s.io", "v1", "priorityclasses")
-        .context("priorityclasses not registered")?;
-    let pc_rp = request::ResourcePath {
-        rt: pc_rt,
-        namespace: None,
-        name: None,
-        subresource: None,
-        legacy_watch: false,
-    };
-    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
-        if rest
-            .store
-            .get(&objects::key(pc_rt, None, name))
-            .await?
-            .is_some()
-        {
-            continue;
-        }
-        let body = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-            "metadata": {"name": name}, "value": value, "description": description});
-        match rest.create(&pc_rp, body, &request::Query::default()).await {
-            Ok(_) => {}
-            Err(e) if e.code == 409 => {}
-            Err(e) => anyhow::bail!("creating PriorityClass {name}: {e}"),
-        }
-    }
-    let rt =
-        berth_api::registry::lookup("", "v1", "namespaces").context("namespaces not registered")?;
-    let rp = request::ResourcePath {
-        rt,
-        namespace: None,
-        name: None,
-        subresource: None,
-        legacy_watch: false,
-    };
-    for ns in SYSTEM_NAMESPACES {
-        if rest.store.get(&objects::key(rt, None, ns)).await?.is_some() {
-            continue;
-        }
-        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}});
-        match rest.create(&rp, body, &request::Query::default()).await {
-            Ok(_) => {}
-            Err(e) if e.code == 409 => {}
-            Err(e) => anyhow::bail!("creating namespace {ns}: {e}"),
-        }
-    }
-    Ok(())
 }

@@ -220,7 +220,7 @@ pub fn shape(accept: &str) -> ApiResult<Shape> {
 pub fn protobuf_ok(rt: &ResourceType) -> bool {
     let av = rt.api_version();
     protobuf::schema::message_for_kind(&av, rt.kind).is_some()
-        && protobuf::schema::message_for_kind(&av, rt.list_kind).is_some()
+        && (rt.is_review() || protobuf::schema::message_for_kind(&av, rt.list_kind).is_some())
 }
 
 /// How much of each object a Table row carries (`includeObject`).

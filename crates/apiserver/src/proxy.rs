@@ -408,6 +408,7 @@ async fn resolve_service(
     let q = Query {
         params: [("labelSelector".to_string(), selector)].into(),
         user_agent: String::new(),
+        user: None,
     };
     let list = state
         .rest

@@ -147,6 +147,8 @@ pub struct Query {
     pub params: HashMap<String, String>,
     /// The client's User-Agent: names the field manager of writes without `fieldManager`.
     pub user_agent: String,
+    /// Who makes the request (None: the API server itself), for admission.
+    pub user: Option<berth_api::user::UserInfo>,
 }
 
 impl Query {
@@ -166,6 +168,7 @@ impl Query {
         Query {
             params,
             user_agent: String::new(),
+            user: None,
         }
     }
 

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 
 use base64::Engine;
-use berth_api::registry::{self, ResourceType};
+use berth_api::registry::ResourceType;
 use berth_api::selector::{FieldSelector, LabelSelector};
+use berth_api::user::UserInfo;
 use berth_store::{KeyValue, RangeRequest, Store, StoreError};
 use serde_json::{Value, json};
 
+use crate::admission;
 use crate::decode::{self, FieldValidation};
 use crate::objects;
 use crate::request::{Query, ResourcePath};
@@ -44,6 +46,8 @@ pub struct Rest {
     pub cache: Arc<crate::watchcache::WatchCache>,
     /// Service cluster IPs and node ports.
     pub services: Arc<crate::alloc::Allocator>,
+    /// The enabled admission plugins, run on every write.
+    pub admission: crate::admission::Chain,
 }
 
 /// Core Services: their writes claim and release cluster IPs and node ports.
@@ -151,80 +155,8 @@ fn decode_continue(token: &str, prefix: &str) -> ApiResult<ContinueToken> {
 }
 
 impl Rest {
-    async fn namespace_must_accept(
-        &self,
-        rt: &ResourceType,
-        ns: &str,
-        name: &str,
-    ) -> ApiResult<()> {
-        let ns_rt = registry::lookup("", "v1", "namespaces")
-            .ok_or_else(|| ApiError::internal("no namespaces"))?;
-        let key = objects::key(ns_rt, None, ns);
-        // From the watch cache, as upstream's NamespaceLifecycle reads its informer;
-        // a namespace the cache has not seen yet is looked up in the store.
-        let found = match self.cache.get(&key) {
-            Some(s) => Some(objects::decode_at(&s.bytes, s.mod_revision)?),
-            None => match self.store.get(&key).await? {
-                Some(kv) => Some(objects::decode(&kv)?),
-                None => None,
-            },
-        };
-        match found {
-            None => Err(ApiError::not_found(ns_rt, ns)),
-            Some(obj) => {
-                if objects::is_deleting(&obj) {
-                    let mut e = ApiError::forbidden(format!(
-                        "{} \"{}\" is forbidden: unable to create new content in namespace {} because it is being terminated",
-                        rt.group_resource(),
-                        name,
-                        ns
-                    ));
-                    e.details = Some(
-                        json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}),
-                    );
-                    return Err(e);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Every IngressClass, as stored (for the DefaultIngressClass admission step).
-    async fn ingress_classes(&self) -> ApiResult<Vec<Value>> {
-        self.all_stored("networking.k8s.io", "v1", "ingressclasses")
-            .await
-    }
-
-    /// PriorityClasses for Priority admission: from the watch cache, as
-    /// upstream's admission reads its informer; from the store when the pod
-    /// names a class the cache has not seen yet.
-    async fn priority_classes(&self, pod: &Value) -> ApiResult<Vec<Value>> {
-        let Some(rt) = registry::lookup("scheduling.k8s.io", "v1", "priorityclasses") else {
-            return Ok(Vec::new());
-        };
-        let (cached, _) = self.cache.snapshot(&objects::prefix(rt));
-        let classes = cached
-            .iter()
-            .map(|(_, s)| objects::decode_at(&s.bytes, s.mod_revision))
-            .collect::<ApiResult<Vec<_>>>()?;
-        let named = pod
-            .pointer("/spec/priorityClassName")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty());
-        match named {
-            Some(n) if !classes.iter().any(|c| objects::name(c) == Some(n)) => {
-                self.all_stored("scheduling.k8s.io", "v1", "priorityclasses")
-                    .await
-            }
-            _ => Ok(classes),
-        }
-    }
-
     /// Every stored object of a cluster-scoped resource (admission reads classes).
-    async fn all_stored(&self, group: &str, version: &str, plural: &str) -> ApiResult<Vec<Value>> {
-        let Some(rt) = registry::lookup(group, version, plural) else {
-            return Ok(Vec::new());
-        };
+    pub(crate) async fn all_stored(&self, rt: &ResourceType) -> ApiResult<Vec<Value>> {
         let resp = self
             .store
             .range(RangeRequest {
@@ -564,24 +496,21 @@ impl Rest {
         meta.insert("creationTimestamp".into(), json!(objects::now_rfc3339()));
         // Upstream's order: defaulting (decode), mutating admission, strategy, validation.
         berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
-        if rt.kind == "Pod" {
-            let classes = self.priority_classes(&obj).await?;
-            berth_api::defaults::admit_pod(&mut obj, &classes).map_err(|m| {
-                let name = objects::name(&obj).unwrap_or("");
-                ApiError::forbidden(format!("pods \"{name}\" is forbidden: {m}"))
-            })?;
-        }
-        if (rt.group, rt.kind) == ("networking.k8s.io", "Ingress") {
-            // DefaultIngressClass admission.
-            let classes = self.ingress_classes().await?;
-            berth_api::networking::admit_ingress(&mut obj, &classes);
-        }
+        let attrs = admission::Attributes {
+            operation: admission::Operation::Create,
+            rt,
+            subresource: None,
+            namespace: ns_of(rp),
+            name: &name,
+            user: q.user.as_ref(),
+            old: None,
+            dry_run,
+        };
+        self.admission.admit(self, &attrs, &mut obj).await?;
         strategy::prepare_for_create(rt, &mut obj);
         self.validate(rt, &obj, None)?;
         managed.record(rt, None, &mut obj)?;
-        if let Some(ns) = ns_of(rp) {
-            self.namespace_must_accept(rt, ns, &name).await?;
-        }
+        self.admission.validate(self, &attrs, Some(&obj)).await?;
         // As upstream's BeginCreate: after field management, so the fields the
         // allocator fills are not the client's.
         let claims = if is_service(rt) {
@@ -683,6 +612,7 @@ impl Rest {
         let opts = WriteOpts {
             precondition: objects::resource_version(&obj).map(String::from),
             dry_run,
+            user: q.user.clone(),
             managed: Managed::update(q, rp.subresource.as_deref()),
         };
         let out = self.write(rp, &name, &opts, |_| Ok(obj.clone())).await?;
@@ -709,6 +639,7 @@ impl Rest {
         let opts = WriteOpts {
             precondition: objects::resource_version(&body).map(String::from),
             dry_run,
+            user: q.user.clone(),
             managed: Managed::update(q, Some("scale")),
         };
         let out = self
@@ -782,6 +713,7 @@ impl Rest {
             let opts = WriteOpts {
                 precondition: None,
                 dry_run,
+                user: q.user.clone(),
                 managed: Managed::update(q, Some("scale")),
             };
             let out = self
@@ -803,6 +735,7 @@ impl Rest {
         let opts = WriteOpts {
             precondition: None,
             dry_run,
+            user: q.user.clone(),
             managed: Managed::update(q, rp.subresource.as_deref()),
         };
         let out = self
@@ -891,6 +824,7 @@ impl Rest {
         let opts = WriteOpts {
             precondition: None,
             dry_run,
+            user: q.user.clone(),
             managed: Managed::AsIs,
         };
         let out = self
@@ -981,6 +915,17 @@ impl Rest {
             };
         }
         berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
+        let attrs = admission::Attributes {
+            operation: admission::Operation::Update,
+            rt,
+            subresource: scope.subresource(),
+            namespace: ns,
+            name,
+            user: opts.user.as_ref(),
+            old: Some(&cur),
+            dry_run,
+        };
+        self.admission.admit(self, &attrs, &mut new).await?;
         strategy::prepare_for_update(rt, scope, &mut new, &cur);
         let service_spec = is_service(rt) && matches!(scope, UpdateScope::Main);
         if service_spec {
@@ -993,6 +938,7 @@ impl Rest {
             self.validate(rt, &new, Some(&cur))?;
         }
         opts.managed.record(rt, Some(&cur), &mut new)?;
+        self.admission.validate(self, &attrs, Some(&new)).await?;
         let claims = if service_spec {
             self.services.claim(&mut new, Some(&cur), dry_run).await?
         } else {
@@ -1110,6 +1056,18 @@ impl Rest {
         let key = objects::key(rt, ns, &name);
         for _ in 0..PATCH_RETRIES {
             let (cur, kv) = self.current(rt, ns, &name).await?;
+            let attrs = admission::Attributes {
+                operation: admission::Operation::Delete,
+                rt,
+                subresource: None,
+                namespace: ns,
+                name: &name,
+                user: q.user.as_ref(),
+                old: Some(&cur),
+                dry_run: opts.dry_run,
+            };
+            self.admission.admit(self, &attrs, &mut Value::Null).await?;
+            self.admission.validate(self, &attrs, None).await?;
             if let Some(uid) = &opts.precondition_uid
                 && objects::meta_str(&cur, "uid") != Some(uid.as_str())
             {
@@ -1475,6 +1433,8 @@ struct WriteOpts {
     precondition: Option<String>,
     dry_run: bool,
     managed: Managed,
+    /// Who writes (None: the API server itself), for admission.
+    user: Option<UserInfo>,
 }
 
 /// How a write updates `metadata.managedFields`.
@@ -1646,7 +1606,7 @@ mod tests {
 
     #[test]
     fn scale_of_deployment() {
-        let rt = registry::lookup("apps", "v1", "deployments").unwrap();
+        let rt = berth_api::registry::lookup("apps", "v1", "deployments").unwrap();
         let d = json!({"metadata": {"name": "d", "namespace": "n", "resourceVersion": "3"},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}}, "status": {"replicas": 1}});
         let s = scale_of(rt, &d);

@@ -17,6 +17,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
+use crate::authentication::{Authenticator, ConnAuth, user_from_cert};
+use crate::authorization::{self, Authorizer};
 use crate::decode;
 use crate::discovery;
 use crate::metrics::{Metrics, RequestLabels};
@@ -25,29 +27,15 @@ use crate::request::{self, Query, ResourcePath, Target};
 use crate::rest::{Reply, Rest};
 use crate::status::{ApiError, ApiResult};
 use crate::watch;
+use berth_api::user::UserInfo;
 
 pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Who is making a request.
-#[derive(Debug, Clone)]
-pub struct User {
-    pub name: String,
-    pub groups: Vec<String>,
-}
-
-/// What the connection layer learned about the client.
-#[derive(Debug, Clone)]
-pub enum ConnAuth {
-    /// TLS: the verified client certificate's user, if any.
-    Tls(Option<User>),
-    /// The loopback-only plain port: trusted as admin (like the old insecure port).
-    Trusted,
-}
 
 pub struct State {
     pub rest: Rest,
     pub metrics: Metrics,
-    pub admin_token: String,
+    pub authenticator: Authenticator,
+    pub authorizer: Authorizer,
     pub server_address: String,
     /// TLS to kubelets for pods' log, exec, attach and portforward.
     pub kubelet: Option<crate::streaming::KubeletClient>,
@@ -117,38 +105,29 @@ fn error_response(e: &ApiError, accept: &str) -> Response<Body> {
     body_response(e.code, out, &e.to_status(), &[])
 }
 
-fn authenticate(state: &State, auth: &ConnAuth, req: &Request<Incoming>) -> Option<User> {
-    if let Some(h) = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        && let Some(token) = h.strip_prefix("Bearer ")
-    {
-        if constant_time_eq(token.trim().as_bytes(), state.admin_token.as_bytes()) {
-            return Some(User {
-                name: "system:admin".into(),
-                groups: vec!["system:masters".into()],
-            });
-        }
-        return None;
-    }
-    match auth {
-        ConnAuth::Trusted => Some(User {
-            name: "system:admin".into(),
-            groups: vec!["system:masters".into()],
-        }),
-        ConnAuth::Tls(u) => u.clone(),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn is_public(path: &str) -> bool {
     ["/version", "/healthz", "/livez", "/readyz"]
         .iter()
         .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+}
+
+/// Authentication, impersonation and authorization of one request: the user
+/// it acts as, or the 401/403 to send.
+async fn admit_request(
+    state: &State,
+    auth: &ConnAuth,
+    req: &Request<Incoming>,
+) -> ApiResult<UserInfo> {
+    let user = state
+        .authenticator
+        .authenticate(&state.rest, auth, req.headers())
+        .await
+        .map_err(|_| ApiError::unauthorized())?;
+    let user = authorization::impersonate(&state.authorizer, &state.rest, user, req.headers())?;
+    let watch = Query::parse(req.uri().query()).flag("watch");
+    let attrs = authorization::attributes(&user, req.method(), req.uri().path(), watch);
+    state.authorizer.check(&state.rest, &attrs)?;
+    Ok(user)
 }
 
 /// Serves one request.
@@ -168,22 +147,22 @@ pub async fn handle(
         subresource: String::new(),
         code: String::new(),
     };
-    let user = authenticate(&state, &auth, &req);
     let accept = header_str(&req, header::ACCEPT);
-    let resp = if user.is_none() && !is_public(&path) {
-        error_response(&ApiError::unauthorized(), &accept)
-    } else {
-        let mut resp = match route(&state, req, &mut labels).await {
-            Ok(r) => r,
-            Err(e) => error_response(&e, &accept),
-        };
-        if let Some(w) =
-            berth_api::registry::lookup(&labels.group, &labels.version, &labels.resource)
-                .and_then(berth_api::registry::deprecation_warning)
-        {
-            add_warnings(&mut resp, &[w]);
+    let resp = match admit_request(&state, &auth, &req).await {
+        Err(e) => error_response(&e, &accept),
+        Ok(user) => {
+            let mut resp = match route(&state, req, user, &mut labels).await {
+                Ok(r) => r,
+                Err(e) => error_response(&e, &accept),
+            };
+            if let Some(w) =
+                berth_api::registry::lookup(&labels.group, &labels.version, &labels.resource)
+                    .and_then(berth_api::registry::deprecation_warning)
+            {
+                add_warnings(&mut resp, &[w]);
+            }
+            resp
         }
-        resp
     };
     labels.code = resp.status().as_u16().to_string();
     debug!(method = %method, path = %path, code = %labels.code, ms = started.elapsed().as_millis() as u64, "request");
@@ -220,6 +199,7 @@ fn header_str(req: &Request<Incoming>, name: header::HeaderName) -> String {
 async fn route(
     state: &State,
     req: Request<Incoming>,
+    user: UserInfo,
     labels: &mut RequestLabels,
 ) -> ApiResult<Response<Body>> {
     let path = req.uri().path().to_string();
@@ -230,6 +210,22 @@ async fn route(
                 200,
                 "application/json",
                 &discovery::version(),
+                &[],
+            ));
+        }
+        "/.well-known/openid-configuration" => {
+            return Ok(json_response(
+                200,
+                "application/json",
+                &crate::tokens::openid_configuration(state),
+                &[],
+            ));
+        }
+        "/openid/v1/jwks" => {
+            return Ok(json_response(
+                200,
+                "application/jwk-set+json",
+                &crate::tokens::jwks(state),
                 &[],
             ));
         }
@@ -328,6 +324,7 @@ async fn route(
     labels.subresource = rp.subresource.clone().unwrap_or_default();
     let mut q = Query::parse(req.uri().query());
     q.user_agent = header_str(&req, header::USER_AGENT);
+    q.user = Some(user.clone());
     if crate::streaming::is_streaming(&rp) {
         // Upstream counts log reads as GET and the upgrades as CONNECT.
         labels.verb = if rp.subresource.as_deref() == Some("log") {
@@ -343,6 +340,9 @@ async fn route(
         return crate::proxy::serve(state, req, &rp).await;
     }
     let method = req.method().clone();
+    if rp.rt.is_review() && method != Method::POST {
+        return Err(ApiError::method_not_allowed());
+    }
     let content_type = header_str(&req, header::CONTENT_TYPE);
     let is_watch = rp.legacy_watch || q.flag("watch");
     labels.verb = verb_name(&method, &rp, is_watch).to_string();
@@ -409,6 +409,12 @@ async fn route(
             let duplicates = duplicates(&rp, &content_type, &body, &q)?;
             let value = decode::parse(&content_type, &body)?;
             let mut reply = match rp.subresource.as_deref() {
+                None if rp.rt.is_review() => {
+                    crate::reviews::serve(state, &user, &rp, value).await?
+                }
+                Some("token") if rp.rt.plural == "serviceaccounts" && rp.rt.group.is_empty() => {
+                    crate::tokens::request(state, &rp, value).await?
+                }
                 Some("binding") => state.rest.bind(&rp, value).await?,
                 Some(_) => return Err(ApiError::method_not_allowed()),
                 None => state.rest.create(&rp, value, &q).await?,
@@ -485,23 +491,6 @@ fn verb_name(method: &Method, rp: &ResourcePath, watch: bool) -> &'static str {
         Method::DELETE => "DELETECOLLECTION",
         _ => "OTHER",
     }
-}
-
-/// Reads the user from a verified client certificate: CN is the name, O the groups.
-pub fn user_from_cert(der: &[u8]) -> Option<User> {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-    let subject = cert.subject();
-    let name = subject
-        .iter_common_name()
-        .next()?
-        .as_str()
-        .ok()?
-        .to_string();
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(String::from))
-        .collect();
-    Some(User { name, groups })
 }
 
 /// An accept error (typically EMFILE: out of file descriptors) repeats at once

@@ -30,6 +30,18 @@ pub enum UpdateScope {
     EphemeralContainers,
 }
 
+impl UpdateScope {
+    /// The subresource admission sees for this scope.
+    pub fn subresource(self) -> Option<&'static str> {
+        match self {
+            UpdateScope::Main => None,
+            UpdateScope::Status => Some("status"),
+            UpdateScope::Finalize => Some("finalize"),
+            UpdateScope::EphemeralContainers => Some("ephemeralcontainers"),
+        }
+    }
+}
+
 /// Carries over from `old` what the endpoint may not change, and fixes up
 /// metadata that only the server sets.
 pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value, old: &Value) {

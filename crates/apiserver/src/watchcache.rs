@@ -394,6 +394,18 @@ impl WatchCache {
         }
     }
 
+    /// The revision of `resource`'s latest event (`pods`,
+    /// `roles.rbac.authorization.k8s.io`), 0 before its first: it moves
+    /// whenever one of its objects changes, so a view derived from them
+    /// (the RBAC index) knows when to be rebuilt.
+    pub fn resource_revision(&self, resource: &str) -> i64 {
+        let inner = self.read();
+        inner
+            .histories
+            .get(resource)
+            .map_or(0, |h| h.events.back().map_or(h.oldest, |e| e.revision))
+    }
+
     /// One object as the cache has it (possibly a little behind the store:
     /// writes based on it are guarded by its mod revision).
     pub fn get(&self, key: &str) -> Option<Arc<Stored>> {

@@ -602,7 +602,9 @@ fn malformed_objects_never_panic() {
     }
     for j in &junk {
         let mut o = j.clone();
-        let _ = admit_pod(&mut o, &[]);
+        let _ = admit_pod_priority(&mut o, &[]);
+        default_service_account_name(&mut o);
+        default_toleration_seconds(&mut o);
     }
 }
 
@@ -680,7 +682,9 @@ fn prepare_for_update_cases() {
 #[test]
 fn admit_pod_adds_admission_defaults() {
     let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
-    admit_pod(&mut pod, &[]).unwrap();
+    admit_pod_priority(&mut pod, &[]).unwrap();
+    default_service_account_name(&mut pod);
+    default_toleration_seconds(&mut pod);
     assert_eq!(
         pod,
         json!({"spec": {
@@ -698,7 +702,9 @@ fn admit_pod_adds_admission_defaults() {
     let mut tolerant = json!({"spec": {"serviceAccountName": "builder", "priorityClassName": "high",
         "tolerations": [{"operator": "Exists"}]}});
     let high = json!({"metadata": {"name": "high"}, "value": 1000});
-    admit_pod(&mut tolerant, &[high]).unwrap();
+    admit_pod_priority(&mut tolerant, &[high]).unwrap();
+    assert_eq!(default_service_account_name(&mut tolerant), "builder");
+    default_toleration_seconds(&mut tolerant);
     assert_eq!(
         tolerant,
         json!({"spec": {"serviceAccountName": "builder", "serviceAccount": "builder", "priorityClassName": "high",

@@ -446,7 +446,7 @@ fn every_message_index_resolves_and_fields_are_sorted() {
 #[test]
 fn every_served_kind_and_its_list_has_a_message() {
     for r in crate::registry::RESOURCES {
-        for kind in [r.kind, r.list_kind] {
+        for kind in [r.kind, r.list_kind].into_iter().filter(|k| !k.is_empty()) {
             let m = schema::message_for_kind(&r.api_version(), kind)
                 .unwrap_or_else(|| panic!("{} {kind}", r.api_version()));
             assert!(m.top_level, "{}", m.name);

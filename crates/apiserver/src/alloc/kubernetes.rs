@@ -111,6 +111,7 @@ fn query() -> Query {
     Query {
         params: HashMap::new(),
         user_agent: "kube-apiserver/v1.33.0".into(),
+        user: None,
     }
 }
 
