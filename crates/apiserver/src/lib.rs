@@ -16,6 +16,7 @@ pub mod negotiate;
 pub mod objects;
 pub mod pki;
 pub mod proxy;
+pub mod rbac;
 pub mod request;
 pub mod rest;
 pub mod reviews;
@@ -140,6 +141,9 @@ impl ApiServer {
             .unwrap_or_else(|| config.data_dir.join("kubeconfig.yaml"));
         pki.write_kubeconfig(&kubeconfig, &server_url)?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config(&pki)?));
+        let authorizer = Arc::new(authorization::Authorizer::new(
+            config.authorization_modes.clone(),
+        ));
         let state = Arc::new(server::State {
             rest: rest::Rest {
                 store: store.clone(),
@@ -150,6 +154,7 @@ impl ApiServer {
                 .await?,
                 services: Arc::new(alloc::Allocator::new(store.clone(), config.services)),
                 admission: admission::Chain::new(&config.admission_plugins),
+                authorizer: authorizer.clone(),
             },
             metrics: metrics::Metrics::default(),
             authenticator: authentication::Authenticator {
@@ -163,7 +168,7 @@ impl ApiServer {
                     .context("loading the service account signing key")?,
                 ),
             },
-            authorizer: authorization::Authorizer::new(config.authorization_modes.clone()),
+            authorizer,
             server_address: format!("{host}:{}", secure_addr.port()),
             kubelet: streaming::KubeletClient::new(
                 &pki.kubelet_client_cert_pem,

@@ -48,6 +48,8 @@ pub struct Rest {
     pub services: Arc<crate::alloc::Allocator>,
     /// The enabled admission plugins, run on every write.
     pub admission: crate::admission::Chain,
+    /// The authorizers (RBAC's escalation checks ask them too).
+    pub authorizer: Arc<crate::authorization::Authorizer>,
 }
 
 /// Core Services: their writes claim and release cluster IPs and node ports.
@@ -510,6 +512,7 @@ impl Rest {
         strategy::prepare_for_create(rt, &mut obj);
         self.validate(rt, &obj, None)?;
         managed.record(rt, None, &mut obj)?;
+        crate::rbac::confirm_no_escalation(self, &attrs, &obj)?;
         self.admission.validate(self, &attrs, Some(&obj)).await?;
         // As upstream's BeginCreate: after field management, so the fields the
         // allocator fills are not the client's.
@@ -938,6 +941,7 @@ impl Rest {
             self.validate(rt, &new, Some(&cur))?;
         }
         opts.managed.record(rt, Some(&cur), &mut new)?;
+        crate::rbac::confirm_no_escalation(self, &attrs, &new)?;
         self.admission.validate(self, &attrs, Some(&new)).await?;
         let claims = if service_spec {
             self.services.claim(&mut new, Some(&cur), dry_run).await?

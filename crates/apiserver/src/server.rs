@@ -35,7 +35,7 @@ pub struct State {
     pub rest: Rest,
     pub metrics: Metrics,
     pub authenticator: Authenticator,
-    pub authorizer: Authorizer,
+    pub authorizer: Arc<Authorizer>,
     pub server_address: String,
     /// TLS to kubelets for pods' log, exec, attach and portforward.
     pub kubelet: Option<crate::streaming::KubeletClient>,
