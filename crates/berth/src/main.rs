@@ -312,18 +312,22 @@ async fn server(args: ServerArgs) -> Result<()> {
             eviction_rate: args.node_eviction_rate,
             secondary_eviction_rate: args.secondary_node_eviction_rate,
         };
+        // The CA the API server's PKI wrote (published as kube-root-ca.crt).
+        let controllers = berth_controllers::Config {
+            root_ca_file: args.data_dir.join("tls").join("server-ca.crt"),
+        };
         let component = start_component(
             &kubeconfig,
             "kube-controller-manager",
             args.leader_elect,
             components_stop.clone(),
             move || {
-                let (kc, nlc) = (kc.clone(), nlc.clone());
+                let (kc, nlc, controllers) = (kc.clone(), nlc.clone(), controllers.clone());
                 async move {
                     match client_from(&kc, "kube-controller-manager").await {
                         Ok(client) => {
                             tokio::join!(
-                                berth_controllers::run_all(client.clone()),
+                                berth_controllers::run_all(client.clone(), controllers),
                                 berth_controllers::nodelifecycle::run(client, nlc),
                             );
                         }

@@ -2,6 +2,8 @@
 //! the store: they watch objects and write through the API, as upstream's
 //! kube-controller-manager does.
 
+use std::path::PathBuf;
+
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
@@ -15,6 +17,7 @@ pub mod namespace;
 pub mod nodelifecycle;
 pub mod podutil;
 pub mod replicaset;
+pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod statefulset;
 
@@ -26,9 +29,34 @@ pub enum Error {
     Discovery(String),
 }
 
+/// What the controllers need besides a client.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The cluster CA certificate (PEM), published in every namespace as
+    /// `kube-root-ca.crt` (upstream's `--root-ca-file`):
+    /// `<data-dir>/tls/server-ca.crt` for `berth server`.
+    pub root_ca_file: PathBuf,
+}
+
+/// Runs the root CA publisher once its CA is read; without it the other
+/// controllers still run (upstream refuses to start, but pods without
+/// `kube-root-ca.crt` only fail their kube-api-access mounts).
+async fn run_root_ca_publisher(client: kube::Client, file: PathBuf) {
+    match std::fs::read_to_string(&file) {
+        Ok(pem) if !pem.trim().is_empty() => rootcacertpublisher::run(client, pem).await,
+        Ok(_) => {
+            tracing::error!(file = %file.display(), "root CA file is empty: kube-root-ca.crt is not published")
+        }
+        Err(e) => {
+            tracing::error!(file = %file.display(), error = %e, "reading the root CA: kube-root-ca.crt is not published")
+        }
+    }
+}
+
 /// Runs every controller until the process ends.
-pub async fn run_all(client: kube::Client) {
+pub async fn run_all(client: kube::Client, config: Config) {
     tokio::join!(
+        run_root_ca_publisher(client.clone(), config.root_ca_file),
         clusterroleaggregation::run(client.clone()),
         namespace::run(client.clone()),
         garbagecollector::run(client.clone()),
