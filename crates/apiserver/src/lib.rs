@@ -107,6 +107,11 @@ impl ApiServer {
     pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut sans = config.tls_sans.clone();
+        // In-cluster clients dial the `kubernetes` Service's IP and check it,
+        // as upstream puts it in the serving certificate.
+        if let Some(ip) = config.services.cidr.nth(0) {
+            sans.push(ip.to_string());
+        }
         if !config.bind_address.is_unspecified() {
             sans.push(config.bind_address.to_string());
         }
