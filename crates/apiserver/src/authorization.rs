@@ -1,6 +1,5 @@
 //! Authorization as kube-apiserver's union of authorizers
-//! (`--authorization-mode`, default `Node,RBAC`... here `RBAC` until the Node
-//! authorizer exists): each mode in turn may allow or deny; no opinion from
+//! (`--authorization-mode`, default `Node,RBAC`): each mode in turn may allow or deny; no opinion from
 //! all of them is a denial. Also the request attributes every check is made
 //! of (upstream's RequestInfo) and impersonation (`Impersonate-*` headers,
 //! each checked with the `impersonate` verb).
@@ -22,6 +21,7 @@ use crate::status::ApiError;
 pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
+    Node,
     Rbac,
 }
 
@@ -33,14 +33,15 @@ pub fn parse_modes(s: &str) -> Result<Vec<Mode>, String> {
             "AlwaysAllow" => Mode::AlwaysAllow,
             "AlwaysDeny" => Mode::AlwaysDeny,
             "RBAC" => Mode::Rbac,
-            "Node" | "ABAC" | "Webhook" => {
+            "Node" => Mode::Node,
+            "ABAC" | "Webhook" => {
                 return Err(format!(
-                    "authorization mode {m:?} is not implemented by Berth yet (use RBAC, AlwaysAllow or AlwaysDeny)"
+                    "authorization mode {m:?} is not implemented by Berth yet (use Node, RBAC, AlwaysAllow or AlwaysDeny)"
                 ));
             }
             other => {
                 return Err(format!(
-                    "authorization-mode {other:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, RBAC)"
+                    "authorization-mode {other:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC)"
                 ));
             }
         };
@@ -84,23 +85,30 @@ impl Authorizer {
         &self.modes
     }
 
-    /// The union's decision and the reason of the authorizer that decided.
+    /// The union's decision and the reason of the authorizer that decided;
+    /// when none did, the reasons of all of them (upstream's union joins the
+    /// non-empty ones with newlines: RBAC's names missing roles).
     pub fn authorize(&self, rest: &Rest, a: &Attributes) -> (Decision, String) {
         // Upstream's privileged-group authorizer comes before every mode.
         if a.user.in_group(user::MASTERS) {
             return (Decision::Allow, String::new());
         }
+        let mut reasons = Vec::new();
         for mode in &self.modes {
             let (d, why) = match mode {
                 Mode::AlwaysAllow => (Decision::Allow, String::new()),
                 Mode::AlwaysDeny => (Decision::Deny, "Everything is forbidden.".into()),
+                Mode::Node => crate::node_authorizer::authorize(rest, a),
                 Mode::Rbac => self.index(rest).authorize(a),
             };
             if d != Decision::NoOpinion {
                 return (d, why);
             }
+            if !why.is_empty() {
+                reasons.push(why);
+            }
         }
-        (Decision::NoOpinion, String::new())
+        (Decision::NoOpinion, reasons.join("\n"))
     }
 
     pub fn allowed(&self, rest: &Rest, a: &Attributes) -> bool {
@@ -370,6 +378,7 @@ mod tests {
             ("RBAC", Ok(vec![Mode::Rbac])),
             ("AlwaysAllow", Ok(vec![Mode::AlwaysAllow])),
             ("RBAC,AlwaysDeny", Ok(vec![Mode::Rbac, Mode::AlwaysDeny])),
+            ("Node,RBAC", Ok(vec![Mode::Node, Mode::Rbac])),
             (
                 "RBAC,RBAC",
                 Err("authorization-mode \"RBAC\" has mode specified more than once"),
@@ -377,7 +386,7 @@ mod tests {
             (
                 "Bogus",
                 Err(
-                    "authorization-mode \"Bogus\" is not a valid mode (valid: AlwaysAllow, AlwaysDeny, RBAC)",
+                    "authorization-mode \"Bogus\" is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC)",
                 ),
             ),
             ("", Err("at least one authorization-mode must be passed")),

@@ -13,6 +13,7 @@ pub mod decode;
 pub mod discovery;
 pub mod metrics;
 pub mod negotiate;
+pub mod node_authorizer;
 pub mod objects;
 pub mod pki;
 pub mod proxy;
@@ -253,7 +254,7 @@ impl LocalApiServer {
             admission_plugins: admission::Config::default()
                 .resolve()
                 .map_err(anyhow::Error::msg)?,
-            authorization_modes: vec![authorization::Mode::Rbac],
+            authorization_modes: vec![authorization::Mode::Node, authorization::Mode::Rbac],
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;

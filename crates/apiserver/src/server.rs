@@ -413,7 +413,7 @@ async fn route(
                     crate::reviews::serve(state, &user, &rp, value).await?
                 }
                 Some("token") if rp.rt.plural == "serviceaccounts" && rp.rt.group.is_empty() => {
-                    crate::tokens::request(state, &rp, value).await?
+                    crate::tokens::request(state, &user, &rp, value).await?
                 }
                 Some("binding") => state.rest.bind(&rp, value).await?,
                 Some(_) => return Err(ApiError::method_not_allowed()),

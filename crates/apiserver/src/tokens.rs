@@ -51,7 +51,12 @@ fn get(state: &State, plural: &str, ns: Option<&str>, name: &str) -> ApiResult<V
 }
 
 /// Issues a token for ServiceAccount `rp.name` in `rp.namespace`.
-pub async fn request(state: &State, rp: &ResourcePath, body: Value) -> ApiResult<Reply> {
+pub async fn request(
+    state: &State,
+    user: &berth_api::user::UserInfo,
+    rp: &ResourcePath,
+    body: Value,
+) -> ApiResult<Reply> {
     let ns = rp
         .namespace
         .as_deref()
@@ -108,6 +113,23 @@ pub async fn request(state: &State, rp: &ResourcePath, body: Value) -> ApiResult
         None => (None, None),
         Some(r) => bound_object(state, ns, r)?,
     };
+    // NodeRestriction: a node may only get tokens for pods bound to it.
+    if let Some(node) = crate::node_authorizer::node_name(user) {
+        let forbidden = |why: &str| {
+            ApiError::forbidden(format!("serviceaccounts \"{name}\" is forbidden: {why}"))
+        };
+        match &bound {
+            Some(b) if b.kind == BoundKind::Pod => {
+                let pod = get(state, "pods", Some(ns), &b.name)?;
+                if pod.pointer("/spec/nodeName").and_then(Value::as_str) != Some(node) {
+                    return Err(forbidden(
+                        "node requested token bound to a pod scheduled on a different node",
+                    ));
+                }
+            }
+            _ => return Err(forbidden("node requested token not bound to a pod")),
+        }
+    }
     let now = chrono::Utc::now().timestamp();
     let pod_bound = matches!(&bound, Some(b) if b.kind == BoundKind::Pod);
     let (lifetime, warn_after) = if pod_bound && expiration == WARN_ONLY_EXPIRATION {

@@ -201,6 +201,26 @@ struct ServerArgs {
     /// The range NodePort Services' node ports come from.
     #[arg(long, default_value = "30000-32767")]
     service_node_port_range: berth_apiserver::alloc::PortRange,
+    /// Admission plugins to enable besides the default ones (comma-separated;
+    /// they always run in upstream's order, as kube-apiserver's flag).
+    #[arg(long, value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Admission plugins to turn off, default ones included.
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
+    /// Authorizers in the order they are asked (comma-separated): Node, RBAC,
+    /// AlwaysAllow, AlwaysDeny (as kube-apiserver's flag). Members of
+    /// system:masters, as the admin kubeconfig's user, are always allowed.
+    #[arg(long, default_value = "Node,RBAC", value_parser = parse_authorization_modes)]
+    authorization_mode: AuthorizationModes,
+}
+
+/// `--authorization-mode` as one value (clap would take a `Vec` for repeats).
+#[derive(Debug, Clone)]
+struct AuthorizationModes(Vec<berth_apiserver::authorization::Mode>);
+
+fn parse_authorization_modes(s: &str) -> Result<AuthorizationModes, String> {
+    berth_apiserver::authorization::parse_modes(s).map(AuthorizationModes)
 }
 
 async fn server(args: ServerArgs) -> Result<()> {
@@ -243,6 +263,12 @@ async fn server(args: ServerArgs) -> Result<()> {
         }
         None => berth_scheduler::SchedulerConfig::default(),
     };
+    let admission_plugins = berth_apiserver::admission::Config {
+        enable: args.enable_admission_plugins.clone(),
+        disable: args.disable_admission_plugins.clone(),
+    }
+    .resolve()
+    .map_err(anyhow::Error::msg)?;
     let config = berth_apiserver::Config {
         data_dir: args.data_dir.clone(),
         bind_address: args.bind_address,
@@ -255,6 +281,8 @@ async fn server(args: ServerArgs) -> Result<()> {
             cidr: args.service_cidr,
             node_ports: args.service_node_port_range,
         },
+        admission_plugins,
+        authorization_modes: args.authorization_mode.0.clone(),
     };
     let api = berth_apiserver::ApiServer::bind(config, store).await?;
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");

@@ -9,6 +9,7 @@
 mod default_ingress_class;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
+mod node_restriction;
 mod priority;
 mod service_account;
 
@@ -75,7 +76,8 @@ pub const ORDER: &[(&str, bool)] = &[
     ("NamespaceLifecycle", true),
     ("LimitRanger", true),
     ("ServiceAccount", true),
-    ("NodeRestriction", false),
+    // Off by default upstream; on in k3s and kubeadm clusters, and here.
+    ("NodeRestriction", true),
     ("TaintNodesByCondition", true),
     ("PodSecurity", true),
     ("Priority", true),
@@ -96,6 +98,7 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
     Some(match name {
         "NamespaceLifecycle" => Box::new(namespace_lifecycle::NamespaceLifecycle),
         "ServiceAccount" => Box::new(service_account::ServiceAccount),
+        "NodeRestriction" => Box::new(node_restriction::NodeRestriction),
         "Priority" => Box::new(priority::Priority),
         "DefaultTolerationSeconds" => {
             Box::new(default_toleration_seconds::DefaultTolerationSeconds)
@@ -228,6 +231,7 @@ mod tests {
         let all = [
             "NamespaceLifecycle",
             "ServiceAccount",
+            "NodeRestriction",
             "Priority",
             "DefaultTolerationSeconds",
             "DefaultIngressClass",
@@ -238,6 +242,7 @@ mod tests {
                 cfg(&[], &["ServiceAccount", "Priority"]),
                 Ok(vec![
                     "NamespaceLifecycle",
+                    "NodeRestriction",
                     "DefaultTolerationSeconds",
                     "DefaultIngressClass",
                 ]),

@@ -1,0 +1,150 @@
+//! NodeRestriction: a node agent (`system:node:<name>`) may only change
+//! itself and what is bound to it: its own Node (never the
+//! `node-restriction.kubernetes.io/` labels, nor taints once registered), its
+//! own Lease, the status of pods bound to it, and mirror pods. Token requests
+//! by nodes are narrowed in `tokens.rs` (bound to a pod on that node).
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::{Attributes, Operation, Plugin, forbidden};
+use crate::node_authorizer::node_name;
+use crate::rest::Rest;
+use crate::status::ApiResult;
+
+/// Labels only an administrator may set on a Node.
+const RESTRICTED_LABEL_PREFIX: &str = "node-restriction.kubernetes.io/";
+
+pub struct NodeRestriction;
+
+#[async_trait]
+impl Plugin for NodeRestriction {
+    fn name(&self) -> &'static str {
+        "NodeRestriction"
+    }
+
+    async fn validate(
+        &self,
+        _rest: &Rest,
+        a: &Attributes<'_>,
+        obj: Option<&Value>,
+    ) -> ApiResult<()> {
+        let Some(node) = a.user.and_then(node_name) else {
+            return Ok(());
+        };
+        match (a.rt.group, a.rt.kind) {
+            ("", "Pod") => pod(a, node, obj),
+            ("", "Node") => node_object(a, node, obj),
+            ("coordination.k8s.io", "Lease") => {
+                if a.namespace != Some("kube-node-lease") || a.name != node {
+                    return Err(forbidden(
+                        a,
+                        "can only access node lease with the same name as the requesting node",
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn bound_node(pod: Option<&Value>) -> &str {
+    pod.and_then(|p| p.pointer("/spec/nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn pod(a: &Attributes<'_>, node: &str, obj: Option<&Value>) -> ApiResult<()> {
+    match (a.subresource, a.operation) {
+        (None, Operation::Create) => {
+            let mirror = obj
+                .and_then(|p| p.pointer("/metadata/annotations/kubernetes.io~1config.mirror"))
+                .is_some();
+            if !mirror {
+                return Err(forbidden(
+                    a,
+                    format!(
+                        "pod does not have \"kubernetes.io/config.mirror\" annotation, node \"{node}\" can only create mirror pods"
+                    ),
+                ));
+            }
+            if bound_node(obj) != node {
+                return Err(forbidden(
+                    a,
+                    format!(
+                        "node \"{node}\" can only create pods with spec.nodeName set to itself"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        (None, Operation::Delete) if bound_node(a.old) != node => Err(forbidden(
+            a,
+            format!("node \"{node}\" can only delete pods with spec.nodeName set to itself"),
+        )),
+        (None, Operation::Delete) => Ok(()),
+        (None, Operation::Update) => Err(forbidden(
+            a,
+            format!(
+                "unexpected operation \"UPDATE\", node \"{node}\" can only create and delete mirror pods"
+            ),
+        )),
+        (Some("status"), _) if bound_node(a.old) != node => Err(forbidden(
+            a,
+            format!(
+                "node \"{node}\" can only update pod status for pods with spec.nodeName set to itself"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn labels(obj: Option<&Value>) -> Map<String, Value> {
+    obj.and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn node_object(a: &Attributes<'_>, node: &str, obj: Option<&Value>) -> ApiResult<()> {
+    if a.name != node {
+        return Err(forbidden(
+            a,
+            format!(
+                "node \"{node}\" is not allowed to modify node \"{}\"",
+                a.name
+            ),
+        ));
+    }
+    if a.operation == Operation::Delete {
+        return Ok(());
+    }
+    let (new, old) = (labels(obj), labels(a.old));
+    let changed: Vec<&String> = new
+        .keys()
+        .chain(old.keys())
+        .filter(|k| k.starts_with(RESTRICTED_LABEL_PREFIX) && new.get(*k) != old.get(*k))
+        .collect();
+    if let Some(k) = changed.first() {
+        let verb = if a.operation == Operation::Create {
+            "set"
+        } else {
+            "modify"
+        };
+        return Err(forbidden(
+            a,
+            format!("node \"{node}\" is not allowed to {verb} the following labels: {k}"),
+        ));
+    }
+    if a.operation == Operation::Update && a.subresource.is_none() {
+        let taints = |v: Option<&Value>| v.and_then(|o| o.pointer("/spec/taints")).cloned();
+        if taints(obj) != taints(a.old) {
+            return Err(forbidden(
+                a,
+                format!("node \"{node}\" is not allowed to modify taints"),
+            ));
+        }
+    }
+    Ok(())
+}
