@@ -69,8 +69,9 @@ pub fn authorize(rest: &Rest, a: &Attributes) -> (Decision, String) {
     (Decision::NoOpinion, String::new())
 }
 
-fn no_opinion(node: &str, why: &str) -> (Decision, String) {
-    (Decision::NoOpinion, format!("node '{node}' {why}"))
+/// No opinion, with the reason RBAC's 403 appends (upstream's texts).
+fn no_opinion(_node: &str, why: &str) -> (Decision, String) {
+    (Decision::NoOpinion, why.to_string())
 }
 
 /// Pods of `ns` bound to `node`, from the watch cache.
