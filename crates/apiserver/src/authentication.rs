@@ -4,7 +4,9 @@
 //! request is anonymous (`system:anonymous`, `system:unauthenticated`) and RBAC
 //! decides what it may see. A credential that is presented but not valid is 401.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use berth_api::user::UserInfo;
 use berth_authn::serviceaccount::{BoundKind, Issuer, Verified};
@@ -27,13 +29,59 @@ pub struct Authenticator {
     pub admin_token: String,
     /// Signs and verifies ServiceAccount tokens.
     pub issuer: Arc<Issuer>,
+    /// Recently verified signatures (upstream caches token authentication the
+    /// same way): what the API must still confirm (the ServiceAccount and
+    /// bound object exist) is checked on every request regardless.
+    verified: Mutex<HashMap<TokenKey, (Verified, Instant)>>,
 }
+
+/// A token and the audiences it was checked for.
+type TokenKey = (String, Vec<String>);
+
+/// How long a verified signature is trusted without checking it again
+/// (upstream's token cache keeps successes 10 s).
+const VERIFIED_TTL: Duration = Duration::from_secs(10);
+/// Most tokens remembered; the cache starts over when full.
+const VERIFIED_MAX: usize = 10_000;
 
 /// Why a token was refused: TokenReview's `status.error`; a request gets 401.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub String);
 
 impl Authenticator {
+    pub fn new(admin_token: String, issuer: Arc<Issuer>) -> Self {
+        Authenticator {
+            admin_token,
+            issuer,
+            verified: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The signature, issuer, audience and time checks of a JWT, remembered
+    /// for [`VERIFIED_TTL`] (never past the token's own expiry).
+    fn verify(&self, token: &str, audiences: &[String]) -> Result<Verified, String> {
+        let now = chrono::Utc::now().timestamp();
+        let key = (token.to_string(), audiences.to_vec());
+        if let Ok(cache) = self.verified.lock()
+            && let Some((v, at)) = cache.get(&key)
+            && at.elapsed() < VERIFIED_TTL
+            && v.expires_at.is_none_or(|exp| now < exp)
+        {
+            return Ok(v.clone());
+        }
+        let v = self
+            .issuer
+            .verify(token, now, audiences)
+            .map_err(|e| e.to_string())?;
+        if let Ok(mut cache) = self.verified.lock() {
+            if cache.len() >= VERIFIED_MAX {
+                cache.clear();
+            }
+            cache.insert(key, (v.clone(), Instant::now()));
+        }
+        Ok(v)
+    }
+
     /// The request's user; Err is a 401.
     pub async fn authenticate(
         &self,
@@ -84,8 +132,7 @@ impl Authenticator {
                 invalid()
             });
         }
-        let now = chrono::Utc::now().timestamp();
-        let verified = match self.issuer.verify(token, now, audiences) {
+        let verified = match self.verify(token, audiences) {
             Ok(v) => v,
             Err(e) => {
                 tracing::debug!(error = %e, "bearer token refused");

@@ -163,9 +163,9 @@ impl ApiServer {
                 authorizer: authorizer.clone(),
             },
             metrics: metrics::Metrics::default(),
-            authenticator: authentication::Authenticator {
-                admin_token: pki.admin_token.clone(),
-                issuer: Arc::new(
+            authenticator: authentication::Authenticator::new(
+                pki.admin_token.clone(),
+                Arc::new(
                     berth_authn::serviceaccount::Issuer::load_or_create(
                         &config.data_dir.join("tls"),
                         SERVICE_ACCOUNT_ISSUER,
@@ -173,7 +173,7 @@ impl ApiServer {
                     )
                     .context("loading the service account signing key")?,
                 ),
-            },
+            ),
             authorizer,
             server_address: format!("{host}:{}", secure_addr.port()),
             kubelet: streaming::KubeletClient::new(

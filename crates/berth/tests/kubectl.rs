@@ -473,6 +473,9 @@ fn priority_classes_and_admission() {
         common::temp_dir("prio"),
         &["--disable-scheduler", "--disable-controller-manager"],
     );
+    // Without the controller-manager nothing makes the `default` ServiceAccount,
+    // which ServiceAccount admission needs before any pod, as upstream.
+    s.k(&["create", "serviceaccount", "default"]);
     let pcs = s.k(&["get", "priorityclasses", "-o", "name"]);
     for pc in ["system-cluster-critical", "system-node-critical"] {
         assert!(
