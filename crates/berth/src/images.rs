@@ -29,6 +29,14 @@ pub enum ImagesCommand {
         /// Only write the archives into this folder; do not import.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Build one image named --tag instead: busybox plus the host file SRC at DEST
+        /// (repeatable; each must be statically linked), e.g.
+        /// `--add-binary /usr/bin/kubectl:/usr/local/bin/kubectl --tag berth.local/kubectl:latest`.
+        #[arg(long = "add-binary", value_name = "SRC:DEST", requires = "tag")]
+        add_binary: Vec<berth_kubelet::images::AddedBinary>,
+        /// The name of the image --add-binary builds.
+        #[arg(long, value_name = "NAME", requires = "add_binary")]
+        tag: Option<String>,
     },
     /// Import an OCI or docker archive (`docker save`, `skopeo copy … docker-archive:`).
     Import { file: PathBuf },
@@ -42,11 +50,20 @@ pub async fn run(args: ImagesArgs) -> Result<()> {
             .join("containerd.sock")
     });
     match args.command {
-        ImagesCommand::BuildLocal { output } => {
+        ImagesCommand::BuildLocal {
+            output,
+            add_binary,
+            tag,
+        } => {
             let dir = output
                 .clone()
                 .unwrap_or_else(|| args.data_dir.join("agent").join("images"));
-            let archives = berth_kubelet::images::build_local(&dir).await?;
+            let archives = match tag {
+                Some(name) => vec![
+                    berth_kubelet::images::build_with_binaries(&dir, &name, &add_binary).await?,
+                ],
+                None => berth_kubelet::images::build_local(&dir).await?,
+            };
             for a in &archives {
                 println!("Built {}", a.display());
                 if output.is_none() {

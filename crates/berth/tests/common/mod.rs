@@ -138,17 +138,17 @@ impl Server {
         } else {
             &["--disable-dns"]
         };
+        // Loopback unless the suite names an address: pods reach the API server
+        // through the `kubernetes` Service, which cannot DNAT to loopback.
+        let bind: &[&str] = if extra.contains(&"--bind-address") {
+            &[]
+        } else {
+            &["--bind-address", "127.0.0.1"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .args([
-                "server",
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                "0",
-                "--insecure-port",
-                "0",
-                "--data-dir",
-            ])
+            .arg("server")
+            .args(bind)
+            .args(["--secure-port", "0", "--insecure-port", "0", "--data-dir"])
             .arg(&data_dir)
             .args(no_agent)
             .args(no_ingress)
