@@ -105,6 +105,12 @@ pub async fn run(client: kube::Client) {
             match api.replace(&name, &PostParams::default(), &role).await {
                 Ok(_) => info!(clusterrole = %name, "aggregated rules updated"),
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
+                // Someone (the API server's bootstrap reconciliation, at start)
+                // wrote the role meanwhile: an ordinary retry, not a warning.
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    tracing::debug!(clusterrole = %name, "aggregated role changed meanwhile; retrying");
+                    failed = true;
+                }
                 Err(e) => {
                     warn!(clusterrole = %name, error = %e, "updating aggregated rules failed; retrying");
                     failed = true;
