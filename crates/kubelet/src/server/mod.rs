@@ -4,9 +4,13 @@
 //!
 //! TLS: a self-signed serving certificate made at start (upstream's default
 //! without serving-certificate bootstrap; the API server does not verify it
-//! unless told to). Clients must present a certificate signed by the cluster CA
-//! (the API server's kubelet client certificate); nothing else is served.
+//! unless told to). A client certificate is optional at the TLS layer but, when
+//! presented, must chain to the cluster CA. Every request is then
+//! authenticated and authorized as upstream's kubelet in webhook mode
+//! ([`auth`]): the certificate's user or a bearer token checked with a
+//! TokenReview, then a SubjectAccessReview on `nodes/<subresource>`.
 
+pub mod auth;
 pub mod filewatch;
 pub mod logs;
 pub mod spdy;
@@ -53,6 +57,8 @@ pub struct Deps {
 pub struct KubeletServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
+    /// The Node requests are authorized against (`nodes/<name>`).
+    node_name: String,
 }
 
 fn tls_config(client_ca_pem: &str, sans: &[String]) -> Result<rustls::ServerConfig, ServerError> {
@@ -67,7 +73,11 @@ fn tls_config(client_ca_pem: &str, sans: &[String]) -> Result<rustls::ServerConf
             "no CA certificate in the client CA".into(),
         ));
     }
+    // Clients without a certificate get through the handshake so that bearer
+    // tokens can be used; the HTTP layer answers them 401 without one. A
+    // certificate that is presented must still chain to the CA.
     let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+        .allow_unauthenticated()
         .build()
         .map_err(|e| tls(&e))?;
     let key = rcgen::KeyPair::generate().map_err(|e| tls(&e))?;
@@ -107,6 +117,8 @@ pub fn pem_from_der(certs: &[Vec<u8>]) -> String {
 impl KubeletServer {
     /// Binds `addr` (port 0 picks a free one) with a fresh self-signed
     /// certificate for `sans`, trusting client certificates of `client_ca_pem`.
+    /// The first SAN is the node's name (the agent passes it first): requests
+    /// are authorized against `nodes/<it>`.
     pub async fn bind(
         addr: SocketAddr,
         client_ca_pem: &str,
@@ -119,6 +131,7 @@ impl KubeletServer {
         Ok(KubeletServer {
             listener,
             acceptor: TlsAcceptor::from(Arc::new(cfg)),
+            node_name: sans.first().cloned().unwrap_or_default(),
         })
     }
 
@@ -126,8 +139,24 @@ impl KubeletServer {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
     }
 
+    /// Serves with reviews through the agent's API client and upstream's
+    /// cache lifetimes.
     pub async fn serve(self, deps: Arc<Deps>) {
-        info!(port = self.port(), "kubelet server listening (HTTPS)");
+        let auth = auth::KubeletAuth::new(
+            self.node_name.clone(),
+            Arc::new(auth::ApiReviewer(deps.client.clone())),
+            auth::AuthConfig::default(),
+        );
+        self.serve_with(deps, Arc::new(auth)).await
+    }
+
+    /// Serves, authenticating and authorizing every request with `auth`.
+    pub async fn serve_with(self, deps: Arc<Deps>, auth: Arc<auth::KubeletAuth>) {
+        info!(
+            port = self.port(),
+            node = auth.node_name(),
+            "kubelet server listening (HTTPS)"
+        );
         loop {
             let (tcp, peer) = match self.listener.accept().await {
                 Ok(c) => c,
@@ -139,6 +168,7 @@ impl KubeletServer {
             };
             let acceptor = self.acceptor.clone();
             let deps = deps.clone();
+            let auth = auth.clone();
             tokio::spawn(async move {
                 let tls = match acceptor.accept(tcp).await {
                     Ok(t) => t,
@@ -147,9 +177,30 @@ impl KubeletServer {
                         return;
                     }
                 };
-                let svc = hyper::service::service_fn(move |req| {
+                // rustls verified it against the CA if one was presented.
+                let cert_user: Option<Arc<berth_api::user::UserInfo>> = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .and_then(|c| auth::user_from_cert(c.as_ref()))
+                    .map(Arc::new);
+                let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                     let deps = deps.clone();
-                    async move { Ok::<_, std::convert::Infallible>(route(&deps, req).await) }
+                    let auth = auth.clone();
+                    let cert_user = cert_user.clone();
+                    async move {
+                        let method = req.method().clone();
+                        let path = req.uri().path().to_string();
+                        let resp = match auth
+                            .filter(cert_user.as_deref(), &method, &path, req.headers_mut())
+                            .await
+                        {
+                            Ok(_) => route(&deps, req).await,
+                            Err(refused) => refused,
+                        };
+                        Ok::<_, std::convert::Infallible>(resp)
+                    }
                 });
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                 if let Err(e) = builder

@@ -280,10 +280,12 @@ async fn request(
     Ok((code, String::from_utf8_lossy(&body.to_bytes()).into_owned()))
 }
 
-/// Only clients with a certificate from the cluster CA are served; the
-/// endpoints answer as upstream's kubelet when there is nothing to stream.
+/// Clients with a certificate from the cluster CA or a reviewed token are
+/// served as far as they are authorized; certificates of another CA fail the
+/// handshake; the endpoints answer as upstream's kubelet when there is
+/// nothing to stream.
 #[tokio::test]
-async fn serves_only_cluster_ca_clients() {
+async fn serves_authenticated_and_authorized_clients() {
     let (ca_pem, issuer) = ca("cluster-ca");
     let (_, stranger_issuer) = ca("another-ca");
     let server = KubeletServer::bind(
@@ -301,16 +303,46 @@ async fn serves_only_cluster_ca_clients() {
         client,
         runtime: Arc::new(crate::runtime::fake::FakeRuntime::new()),
     });
-    tokio::spawn(server.serve(deps));
+    let reviewer = auth::tests::FakeReviewer::allowing(&[
+        ("kube-apiserver-kubelet-client", "get", "proxy"),
+        ("system:serviceaccount:default:checker", "get", "healthz"),
+    ])
+    .with_token(
+        "checker-token",
+        auth::TokenOutcome::Authenticated(berth_api::user::UserInfo::new(
+            "system:serviceaccount:default:checker",
+            &["system:serviceaccounts", "system:authenticated"],
+        )),
+    );
+    let kubelet_auth =
+        auth::KubeletAuth::new("127.0.0.1", Arc::new(reviewer), auth::AuthConfig::default());
+    tokio::spawn(server.serve_with(deps, Arc::new(kubelet_auth)));
     let apiserver = || Some(client_cert("kube-apiserver-kubelet-client", &issuer));
 
     assert_eq!(
         request(addr, apiserver(), "/healthz", &[]).await,
         Ok((200, "ok".into()))
     );
-    assert!(
-        request(addr, None, "/healthz", &[]).await.is_err(),
-        "no client certificate"
+    // Without a certificate the handshake succeeds; HTTP refuses.
+    assert_eq!(
+        request(addr, None, "/healthz", &[]).await,
+        Ok((401, "Unauthorized".into()))
+    );
+    let checker = [("authorization", "Bearer checker-token")];
+    assert_eq!(
+        request(addr, None, "/healthz", &checker).await,
+        Ok((200, "ok".into()))
+    );
+    assert_eq!(
+        request(addr, None, "/pods", &checker).await,
+        Ok((
+            403,
+            "Forbidden (user=system:serviceaccount:default:checker, verb=get, resource=nodes, subresource(s)=[pods proxy])\n".into()
+        ))
+    );
+    assert_eq!(
+        request(addr, None, "/healthz", &[("authorization", "Bearer nope")]).await,
+        Ok((401, "Unauthorized".into()))
     );
     let stranger = Some(client_cert("intruder", &stranger_issuer));
     assert!(
