@@ -323,6 +323,9 @@ pub static RESOURCES: &[ResourceType] = &[
     // batch/v1
     resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS),
     resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
+    // certificates.k8s.io/v1: `approval` changes only the Approved/Denied
+    // conditions, `status` the issued certificate (kubelet TLS bootstrapping).
+    resource!(api::certificates::v1::CertificateSigningRequest, "certificatesigningrequests", "certificatesigningrequest", CLUSTER, short: &["csr"], cat: NONE, sub: &["status", "approval"]),
     // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, never stored.
     review!(
         api::authentication::v1::SelfSubjectReview,

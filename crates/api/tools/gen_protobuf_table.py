@@ -22,6 +22,7 @@ API_PACKAGES = {
     "core/v1": "",
     "apps/v1": "apps",
     "batch/v1": "batch",
+    "certificates/v1": "certificates.k8s.io",
     "autoscaling/v1": "autoscaling",
     "autoscaling/v2": "autoscaling",
     "networking/v1": "networking.k8s.io",
@@ -54,6 +55,7 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.apis.meta.v1.Verbs": "StringList",
     "k8s.io.api.authentication.v1.ExtraValue": "StringList",
     "k8s.io.api.authorization.v1.ExtraValue": "StringList",
+    "k8s.io.api.certificates.v1.ExtraValue": "StringList",
 }
 SCALARS = {
     "string": "Str",

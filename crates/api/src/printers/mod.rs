@@ -12,6 +12,7 @@
 mod apps;
 mod autoscaling;
 mod batch;
+mod certificates;
 mod coordination;
 mod core;
 mod discovery;
@@ -64,6 +65,7 @@ fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
         "apps" => apps::printer(kind),
         "autoscaling" => autoscaling::printer(kind),
         "batch" => batch::printer(kind),
+        "certificates.k8s.io" => certificates::printer(kind),
         "coordination.k8s.io" => coordination::printer(kind),
         "discovery.k8s.io" => discovery::printer(kind),
         "events.k8s.io" => events::printer(kind),
@@ -453,6 +455,11 @@ mod tests {
                 "policy",
                 "PodDisruptionBudget",
                 "Name Min_Available Max_Unavailable Allowed_Disruptions Age",
+            ),
+            (
+                "certificates.k8s.io",
+                "CertificateSigningRequest",
+                "Name Age SignerName Requestor RequestedDuration Condition",
             ),
             ("rbac.authorization.k8s.io", "Role", "Name Created_At"),
             (

@@ -21,18 +21,18 @@ const fn f(number: u32, json: &'static str, ty: Ty, card: Card, flags: u8) -> Fi
 pub static MESSAGES: &[Message] = &[
     // 0
     Message { name: "k8s.io.api.apps.v1.ControllerRevision", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "data", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "data", Ty::Msg(490), Card::One, OMITEMPTY),
         f(3, "revision", Ty::I64, Card::One, 0),
     ] },
     // 1
     Message { name: "k8s.io.api.apps.v1.ControllerRevisionList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(0), Card::Rep, 0),
     ] },
     // 2
     Message { name: "k8s.io.api.apps.v1.DaemonSet", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(5), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(6), Card::One, OMITEMPTY),
     ] },
@@ -40,19 +40,19 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.apps.v1.DaemonSetCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 4
     Message { name: "k8s.io.api.apps.v1.DaemonSetList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(2), Card::Rep, 0),
     ] },
     // 5
     Message { name: "k8s.io.api.apps.v1.DaemonSetSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "selector", Ty::Msg(458), Card::One, POINTER),
-        f(2, "template", Ty::Msg(278), Card::One, 0),
+        f(1, "selector", Ty::Msg(464), Card::One, POINTER),
+        f(2, "template", Ty::Msg(284), Card::One, 0),
         f(3, "updateStrategy", Ty::Msg(7), Card::One, OMITEMPTY),
         f(4, "minReadySeconds", Ty::I32, Card::One, OMITEMPTY),
         f(6, "revisionHistoryLimit", Ty::I32, Card::One, OMITEMPTY | POINTER),
@@ -77,7 +77,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 8
     Message { name: "k8s.io.api.apps.v1.Deployment", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(11), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(12), Card::One, OMITEMPTY),
     ] },
@@ -87,19 +87,19 @@ pub static MESSAGES: &[Message] = &[
         f(2, "status", Ty::Str, Card::One, 0),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
-        f(6, "lastUpdateTime", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(7, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(6, "lastUpdateTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(7, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
     ] },
     // 10
     Message { name: "k8s.io.api.apps.v1.DeploymentList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(8), Card::Rep, 0),
     ] },
     // 11
     Message { name: "k8s.io.api.apps.v1.DeploymentSpec", special: Special::None, top_level: false, fields: &[
         f(1, "replicas", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(2, "selector", Ty::Msg(458), Card::One, POINTER),
-        f(3, "template", Ty::Msg(278), Card::One, 0),
+        f(2, "selector", Ty::Msg(464), Card::One, POINTER),
+        f(3, "template", Ty::Msg(284), Card::One, 0),
         f(4, "strategy", Ty::Msg(13), Card::One, OMITEMPTY),
         f(5, "minReadySeconds", Ty::I32, Card::One, OMITEMPTY),
         f(6, "revisionHistoryLimit", Ty::I32, Card::One, OMITEMPTY | POINTER),
@@ -125,7 +125,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 14
     Message { name: "k8s.io.api.apps.v1.ReplicaSet", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(17), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(18), Card::One, OMITEMPTY),
     ] },
@@ -133,20 +133,20 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.apps.v1.ReplicaSetCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 16
     Message { name: "k8s.io.api.apps.v1.ReplicaSetList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(14), Card::Rep, 0),
     ] },
     // 17
     Message { name: "k8s.io.api.apps.v1.ReplicaSetSpec", special: Special::None, top_level: false, fields: &[
         f(1, "replicas", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(2, "selector", Ty::Msg(458), Card::One, POINTER),
-        f(3, "template", Ty::Msg(278), Card::One, OMITEMPTY),
+        f(2, "selector", Ty::Msg(464), Card::One, POINTER),
+        f(3, "template", Ty::Msg(284), Card::One, OMITEMPTY),
         f(4, "minReadySeconds", Ty::I32, Card::One, OMITEMPTY),
     ] },
     // 18
@@ -161,22 +161,22 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 19
     Message { name: "k8s.io.api.apps.v1.RollingUpdateDaemonSet", special: Special::None, top_level: false, fields: &[
-        f(1, "maxUnavailable", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
-        f(2, "maxSurge", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
+        f(1, "maxUnavailable", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
+        f(2, "maxSurge", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
     ] },
     // 20
     Message { name: "k8s.io.api.apps.v1.RollingUpdateDeployment", special: Special::None, top_level: false, fields: &[
-        f(1, "maxUnavailable", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
-        f(2, "maxSurge", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
+        f(1, "maxUnavailable", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
+        f(2, "maxSurge", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
     ] },
     // 21
     Message { name: "k8s.io.api.apps.v1.RollingUpdateStatefulSetStrategy", special: Special::None, top_level: false, fields: &[
         f(1, "partition", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(2, "maxUnavailable", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
+        f(2, "maxUnavailable", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
     ] },
     // 22
     Message { name: "k8s.io.api.apps.v1.StatefulSet", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(27), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(28), Card::One, OMITEMPTY),
     ] },
@@ -184,13 +184,13 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.apps.v1.StatefulSetCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 24
     Message { name: "k8s.io.api.apps.v1.StatefulSetList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(22), Card::Rep, 0),
     ] },
     // 25
@@ -205,9 +205,9 @@ pub static MESSAGES: &[Message] = &[
     // 27
     Message { name: "k8s.io.api.apps.v1.StatefulSetSpec", special: Special::None, top_level: false, fields: &[
         f(1, "replicas", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(2, "selector", Ty::Msg(458), Card::One, POINTER),
-        f(3, "template", Ty::Msg(278), Card::One, 0),
-        f(4, "volumeClaimTemplates", Ty::Msg(240), Card::Rep, OMITEMPTY),
+        f(2, "selector", Ty::Msg(464), Card::One, POINTER),
+        f(3, "template", Ty::Msg(284), Card::One, 0),
+        f(4, "volumeClaimTemplates", Ty::Msg(246), Card::Rep, OMITEMPTY),
         f(5, "serviceName", Ty::Str, Card::One, 0),
         f(6, "podManagementPolicy", Ty::Str, Card::One, OMITEMPTY),
         f(7, "updateStrategy", Ty::Msg(29), Card::One, OMITEMPTY),
@@ -247,7 +247,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 32
     Message { name: "k8s.io.api.authentication.v1.SelfSubjectReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "status", Ty::Msg(33), Card::One, OMITEMPTY),
     ] },
     // 33
@@ -256,7 +256,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 34
     Message { name: "k8s.io.api.authentication.v1.TokenRequest", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(35), Card::One, 0),
         f(3, "status", Ty::Msg(36), Card::One, OMITEMPTY),
     ] },
@@ -269,11 +269,11 @@ pub static MESSAGES: &[Message] = &[
     // 36
     Message { name: "k8s.io.api.authentication.v1.TokenRequestStatus", special: Special::None, top_level: false, fields: &[
         f(1, "token", Ty::Str, Card::One, 0),
-        f(2, "expirationTimestamp", Ty::Msg(478), Card::One, 0),
+        f(2, "expirationTimestamp", Ty::Msg(484), Card::One, 0),
     ] },
     // 37
     Message { name: "k8s.io.api.authentication.v1.TokenReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(38), Card::One, 0),
         f(3, "status", Ty::Msg(39), Card::One, OMITEMPTY),
     ] },
@@ -303,16 +303,16 @@ pub static MESSAGES: &[Message] = &[
     // 42
     Message { name: "k8s.io.api.authorization.v1.FieldSelectorAttributes", special: Special::None, top_level: false, fields: &[
         f(1, "rawSelector", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "requirements", Ty::Msg(449), Card::Rep, OMITEMPTY),
+        f(2, "requirements", Ty::Msg(455), Card::Rep, OMITEMPTY),
     ] },
     // 43
     Message { name: "k8s.io.api.authorization.v1.LabelSelectorAttributes", special: Special::None, top_level: false, fields: &[
         f(1, "rawSelector", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "requirements", Ty::Msg(459), Card::Rep, OMITEMPTY),
+        f(2, "requirements", Ty::Msg(465), Card::Rep, OMITEMPTY),
     ] },
     // 44
     Message { name: "k8s.io.api.authorization.v1.LocalSubjectAccessReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(54), Card::One, 0),
         f(3, "status", Ty::Msg(55), Card::One, OMITEMPTY),
     ] },
@@ -347,7 +347,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 49
     Message { name: "k8s.io.api.authorization.v1.SelfSubjectAccessReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(50), Card::One, 0),
         f(3, "status", Ty::Msg(55), Card::One, OMITEMPTY),
     ] },
@@ -358,7 +358,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 51
     Message { name: "k8s.io.api.authorization.v1.SelfSubjectRulesReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(52), Card::One, 0),
         f(3, "status", Ty::Msg(56), Card::One, OMITEMPTY),
     ] },
@@ -368,7 +368,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 53
     Message { name: "k8s.io.api.authorization.v1.SubjectAccessReview", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(54), Card::One, 0),
         f(3, "status", Ty::Msg(55), Card::One, OMITEMPTY),
     ] },
@@ -399,14 +399,14 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.autoscaling.v1.ContainerResourceMetricSource", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "targetAverageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(3, "targetAverageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(3, "targetAverageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
         f(5, "container", Ty::Str, Card::One, 0),
     ] },
     // 58
     Message { name: "k8s.io.api.autoscaling.v1.ContainerResourceMetricStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "currentAverageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(3, "currentAverageValue", Ty::Msg(437), Card::One, 0),
+        f(3, "currentAverageValue", Ty::Msg(443), Card::One, 0),
         f(4, "container", Ty::Str, Card::One, 0),
     ] },
     // 59
@@ -418,20 +418,20 @@ pub static MESSAGES: &[Message] = &[
     // 60
     Message { name: "k8s.io.api.autoscaling.v1.ExternalMetricSource", special: Special::None, top_level: false, fields: &[
         f(1, "metricName", Ty::Str, Card::One, 0),
-        f(2, "metricSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(3, "targetValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
-        f(4, "targetAverageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(2, "metricSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(3, "targetValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
+        f(4, "targetAverageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 61
     Message { name: "k8s.io.api.autoscaling.v1.ExternalMetricStatus", special: Special::None, top_level: false, fields: &[
         f(1, "metricName", Ty::Str, Card::One, 0),
-        f(2, "metricSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(3, "currentValue", Ty::Msg(437), Card::One, 0),
-        f(4, "currentAverageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(2, "metricSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(3, "currentValue", Ty::Msg(443), Card::One, 0),
+        f(4, "currentAverageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 62
     Message { name: "k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(65), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(66), Card::One, OMITEMPTY),
     ] },
@@ -439,13 +439,13 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 64
     Message { name: "k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(62), Card::Rep, 0),
     ] },
     // 65
@@ -458,7 +458,7 @@ pub static MESSAGES: &[Message] = &[
     // 66
     Message { name: "k8s.io.api.autoscaling.v1.HorizontalPodAutoscalerStatus", special: Special::None, top_level: false, fields: &[
         f(1, "observedGeneration", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(2, "lastScaleTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(2, "lastScaleTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(3, "currentReplicas", Ty::I32, Card::One, 0),
         f(4, "desiredReplicas", Ty::I32, Card::One, 0),
         f(5, "currentCPUUtilizationPercentage", Ty::I32, Card::One, OMITEMPTY | POINTER),
@@ -485,45 +485,45 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.autoscaling.v1.ObjectMetricSource", special: Special::None, top_level: false, fields: &[
         f(1, "target", Ty::Msg(59), Card::One, 0),
         f(2, "metricName", Ty::Str, Card::One, 0),
-        f(3, "targetValue", Ty::Msg(437), Card::One, 0),
-        f(4, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(5, "averageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(3, "targetValue", Ty::Msg(443), Card::One, 0),
+        f(4, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(5, "averageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 70
     Message { name: "k8s.io.api.autoscaling.v1.ObjectMetricStatus", special: Special::None, top_level: false, fields: &[
         f(1, "target", Ty::Msg(59), Card::One, 0),
         f(2, "metricName", Ty::Str, Card::One, 0),
-        f(3, "currentValue", Ty::Msg(437), Card::One, 0),
-        f(4, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(5, "averageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(3, "currentValue", Ty::Msg(443), Card::One, 0),
+        f(4, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(5, "averageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 71
     Message { name: "k8s.io.api.autoscaling.v1.PodsMetricSource", special: Special::None, top_level: false, fields: &[
         f(1, "metricName", Ty::Str, Card::One, 0),
-        f(2, "targetAverageValue", Ty::Msg(437), Card::One, 0),
-        f(3, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(2, "targetAverageValue", Ty::Msg(443), Card::One, 0),
+        f(3, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
     ] },
     // 72
     Message { name: "k8s.io.api.autoscaling.v1.PodsMetricStatus", special: Special::None, top_level: false, fields: &[
         f(1, "metricName", Ty::Str, Card::One, 0),
-        f(2, "currentAverageValue", Ty::Msg(437), Card::One, 0),
-        f(3, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(2, "currentAverageValue", Ty::Msg(443), Card::One, 0),
+        f(3, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
     ] },
     // 73
     Message { name: "k8s.io.api.autoscaling.v1.ResourceMetricSource", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "targetAverageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(3, "targetAverageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(3, "targetAverageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 74
     Message { name: "k8s.io.api.autoscaling.v1.ResourceMetricStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "currentAverageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(3, "currentAverageValue", Ty::Msg(437), Card::One, 0),
+        f(3, "currentAverageValue", Ty::Msg(443), Card::One, 0),
     ] },
     // 75
     Message { name: "k8s.io.api.autoscaling.v1.Scale", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(76), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(77), Card::One, OMITEMPTY),
     ] },
@@ -575,11 +575,11 @@ pub static MESSAGES: &[Message] = &[
         f(1, "selectPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "policies", Ty::Msg(83), Card::Rep, OMITEMPTY),
         f(3, "stabilizationWindowSeconds", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(4, "tolerance", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(4, "tolerance", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
     // 85
     Message { name: "k8s.io.api.autoscaling.v2.HorizontalPodAutoscaler", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(89), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(90), Card::One, OMITEMPTY),
     ] },
@@ -592,13 +592,13 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 88
     Message { name: "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(85), Card::Rep, 0),
     ] },
     // 89
@@ -612,7 +612,7 @@ pub static MESSAGES: &[Message] = &[
     // 90
     Message { name: "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus", special: Special::None, top_level: false, fields: &[
         f(1, "observedGeneration", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(2, "lastScaleTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(2, "lastScaleTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(3, "currentReplicas", Ty::I32, Card::One, OMITEMPTY),
         f(4, "desiredReplicas", Ty::I32, Card::One, 0),
         f(5, "currentMetrics", Ty::Msg(93), Card::Rep, 0),
@@ -621,7 +621,7 @@ pub static MESSAGES: &[Message] = &[
     // 91
     Message { name: "k8s.io.api.autoscaling.v2.MetricIdentifier", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(2, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
     ] },
     // 92
     Message { name: "k8s.io.api.autoscaling.v2.MetricSpec", special: Special::None, top_level: false, fields: &[
@@ -644,14 +644,14 @@ pub static MESSAGES: &[Message] = &[
     // 94
     Message { name: "k8s.io.api.autoscaling.v2.MetricTarget", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
-        f(2, "value", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
-        f(3, "averageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(2, "value", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
+        f(3, "averageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
         f(4, "averageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
     // 95
     Message { name: "k8s.io.api.autoscaling.v2.MetricValueStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "value", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
-        f(2, "averageValue", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(1, "value", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
+        f(2, "averageValue", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
         f(3, "averageUtilization", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
     // 96
@@ -688,13 +688,13 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 102
     Message { name: "k8s.io.api.batch.v1.CronJob", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(104), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(105), Card::One, OMITEMPTY),
     ] },
     // 103
     Message { name: "k8s.io.api.batch.v1.CronJobList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(102), Card::Rep, 0),
     ] },
     // 104
@@ -710,13 +710,13 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 105
     Message { name: "k8s.io.api.batch.v1.CronJobStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "active", Ty::Msg(238), Card::Rep, OMITEMPTY),
-        f(4, "lastScheduleTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
-        f(5, "lastSuccessfulTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(1, "active", Ty::Msg(244), Card::Rep, OMITEMPTY),
+        f(4, "lastScheduleTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
+        f(5, "lastSuccessfulTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
     ] },
     // 106
     Message { name: "k8s.io.api.batch.v1.Job", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(109), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(110), Card::One, OMITEMPTY),
     ] },
@@ -724,14 +724,14 @@ pub static MESSAGES: &[Message] = &[
     Message { name: "k8s.io.api.batch.v1.JobCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastProbeTime", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastProbeTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(5, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(6, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
     // 108
     Message { name: "k8s.io.api.batch.v1.JobList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "items", Ty::Msg(106), Card::Rep, 0),
     ] },
     // 109
@@ -739,9 +739,9 @@ pub static MESSAGES: &[Message] = &[
         f(1, "parallelism", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(2, "completions", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(3, "activeDeadlineSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(4, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(4, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(5, "manualSelector", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(6, "template", Ty::Msg(278), Card::One, 0),
+        f(6, "template", Ty::Msg(284), Card::One, 0),
         f(7, "backoffLimit", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(8, "ttlSecondsAfterFinished", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(9, "completionMode", Ty::Str, Card::One, OMITEMPTY | POINTER),
@@ -756,8 +756,8 @@ pub static MESSAGES: &[Message] = &[
     // 110
     Message { name: "k8s.io.api.batch.v1.JobStatus", special: Special::None, top_level: false, fields: &[
         f(1, "conditions", Ty::Msg(107), Card::Rep, OMITEMPTY),
-        f(2, "startTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
-        f(3, "completionTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(2, "startTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
+        f(3, "completionTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(4, "active", Ty::I32, Card::One, OMITEMPTY),
         f(5, "succeeded", Ty::I32, Card::One, OMITEMPTY),
         f(6, "failed", Ty::I32, Card::One, OMITEMPTY),
@@ -769,7 +769,7 @@ pub static MESSAGES: &[Message] = &[
     ] },
     // 111
     Message { name: "k8s.io.api.batch.v1.JobTemplateSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(109), Card::One, OMITEMPTY),
     ] },
     // 112
@@ -808,53 +808,93 @@ pub static MESSAGES: &[Message] = &[
         f(2, "failed", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
     // 119
-    Message { name: "k8s.io.api.coordination.v1.Lease", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(121), Card::One, OMITEMPTY),
+    Message { name: "k8s.io.api.certificates.v1.CertificateSigningRequest", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(122), Card::One, 0),
+        f(3, "status", Ty::Msg(123), Card::One, OMITEMPTY),
     ] },
     // 120
-    Message { name: "k8s.io.api.coordination.v1.LeaseList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(119), Card::Rep, 0),
+    Message { name: "k8s.io.api.certificates.v1.CertificateSigningRequestCondition", special: Special::None, top_level: false, fields: &[
+        f(1, "type", Ty::Str, Card::One, 0),
+        f(2, "reason", Ty::Str, Card::One, OMITEMPTY),
+        f(3, "message", Ty::Str, Card::One, OMITEMPTY),
+        f(4, "lastUpdateTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(5, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(6, "status", Ty::Str, Card::One, 0),
     ] },
     // 121
+    Message { name: "k8s.io.api.certificates.v1.CertificateSigningRequestList", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(119), Card::Rep, 0),
+    ] },
+    // 122
+    Message { name: "k8s.io.api.certificates.v1.CertificateSigningRequestSpec", special: Special::None, top_level: false, fields: &[
+        f(1, "request", Ty::Bytes, Card::One, 0),
+        f(2, "username", Ty::Str, Card::One, OMITEMPTY),
+        f(3, "uid", Ty::Str, Card::One, OMITEMPTY),
+        f(4, "groups", Ty::Str, Card::Rep, OMITEMPTY),
+        f(5, "usages", Ty::Str, Card::Rep, OMITEMPTY),
+        f(6, "extra", Ty::Msg(124), Card::Map(Ty::Str), OMITEMPTY),
+        f(7, "signerName", Ty::Str, Card::One, 0),
+        f(8, "expirationSeconds", Ty::I32, Card::One, OMITEMPTY | POINTER),
+    ] },
+    // 123
+    Message { name: "k8s.io.api.certificates.v1.CertificateSigningRequestStatus", special: Special::None, top_level: false, fields: &[
+        f(1, "conditions", Ty::Msg(120), Card::Rep, OMITEMPTY),
+        f(2, "certificate", Ty::Bytes, Card::One, OMITEMPTY),
+    ] },
+    // 124
+    Message { name: "k8s.io.api.certificates.v1.ExtraValue", special: Special::StringList, top_level: false, fields: &[
+        f(1, "items", Ty::Str, Card::Rep, OMITEMPTY),
+    ] },
+    // 125
+    Message { name: "k8s.io.api.coordination.v1.Lease", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(127), Card::One, OMITEMPTY),
+    ] },
+    // 126
+    Message { name: "k8s.io.api.coordination.v1.LeaseList", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(125), Card::Rep, 0),
+    ] },
+    // 127
     Message { name: "k8s.io.api.coordination.v1.LeaseSpec", special: Special::None, top_level: false, fields: &[
         f(1, "holderIdentity", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "leaseDurationSeconds", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(3, "acquireTime", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
-        f(4, "renewTime", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(3, "acquireTime", Ty::Msg(470), Card::One, OMITEMPTY | POINTER),
+        f(4, "renewTime", Ty::Msg(470), Card::One, OMITEMPTY | POINTER),
         f(5, "leaseTransitions", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(6, "strategy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(7, "preferredHolder", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 122
+    // 128
     Message { name: "k8s.io.api.core.v1.AWSElasticBlockStoreVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeID", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "partition", Ty::I32, Card::One, OMITEMPTY),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 123
+    // 129
     Message { name: "k8s.io.api.core.v1.Affinity", special: Special::None, top_level: false, fields: &[
-        f(1, "nodeAffinity", Ty::Msg(220), Card::One, OMITEMPTY | POINTER),
-        f(2, "podAffinity", Ty::Msg(253), Card::One, OMITEMPTY | POINTER),
-        f(3, "podAntiAffinity", Ty::Msg(255), Card::One, OMITEMPTY | POINTER),
+        f(1, "nodeAffinity", Ty::Msg(226), Card::One, OMITEMPTY | POINTER),
+        f(2, "podAffinity", Ty::Msg(259), Card::One, OMITEMPTY | POINTER),
+        f(3, "podAntiAffinity", Ty::Msg(261), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 124
+    // 130
     Message { name: "k8s.io.api.core.v1.AppArmorProfile", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "localhostProfile", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 125
+    // 131
     Message { name: "k8s.io.api.core.v1.AttachedVolume", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "devicePath", Ty::Str, Card::One, 0),
     ] },
-    // 126
+    // 132
     Message { name: "k8s.io.api.core.v1.AvoidPods", special: Special::None, top_level: false, fields: &[
-        f(1, "preferAvoidPods", Ty::Msg(282), Card::Rep, OMITEMPTY),
+        f(1, "preferAvoidPods", Ty::Msg(288), Card::Rep, OMITEMPTY),
     ] },
-    // 127
+    // 133
     Message { name: "k8s.io.api.core.v1.AzureDiskVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "diskName", Ty::Str, Card::One, 0),
         f(2, "diskURI", Ty::Str, Card::One, 0),
@@ -863,135 +903,135 @@ pub static MESSAGES: &[Message] = &[
         f(5, "readOnly", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(6, "kind", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 128
+    // 134
     Message { name: "k8s.io.api.core.v1.AzureFilePersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "secretName", Ty::Str, Card::One, 0),
         f(2, "shareName", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "secretNamespace", Ty::Str, Card::One, POINTER),
     ] },
-    // 129
+    // 135
     Message { name: "k8s.io.api.core.v1.AzureFileVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "secretName", Ty::Str, Card::One, 0),
         f(2, "shareName", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 130
+    // 136
     Message { name: "k8s.io.api.core.v1.Binding", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "target", Ty::Msg(238), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "target", Ty::Msg(244), Card::One, 0),
     ] },
-    // 131
+    // 137
     Message { name: "k8s.io.api.core.v1.CSIPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "driver", Ty::Str, Card::One, 0),
         f(2, "volumeHandle", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(5, "volumeAttributes", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(6, "controllerPublishSecretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
-        f(7, "nodeStageSecretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
-        f(8, "nodePublishSecretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
-        f(9, "controllerExpandSecretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
-        f(10, "nodeExpandSecretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(6, "controllerPublishSecretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
+        f(7, "nodeStageSecretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
+        f(8, "nodePublishSecretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
+        f(9, "controllerExpandSecretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
+        f(10, "nodeExpandSecretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 132
+    // 138
     Message { name: "k8s.io.api.core.v1.CSIVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "driver", Ty::Str, Card::One, 0),
         f(2, "readOnly", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(3, "fsType", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(4, "volumeAttributes", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(5, "nodePublishSecretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(5, "nodePublishSecretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 133
+    // 139
     Message { name: "k8s.io.api.core.v1.Capabilities", special: Special::None, top_level: false, fields: &[
         f(1, "add", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "drop", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 134
+    // 140
     Message { name: "k8s.io.api.core.v1.CephFSPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "monitors", Ty::Str, Card::Rep, 0),
         f(2, "path", Ty::Str, Card::One, OMITEMPTY),
         f(3, "user", Ty::Str, Card::One, OMITEMPTY),
         f(4, "secretFile", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "secretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(5, "secretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
         f(6, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 135
+    // 141
     Message { name: "k8s.io.api.core.v1.CephFSVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "monitors", Ty::Str, Card::Rep, 0),
         f(2, "path", Ty::Str, Card::One, OMITEMPTY),
         f(3, "user", Ty::Str, Card::One, OMITEMPTY),
         f(4, "secretFile", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(5, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
         f(6, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 136
+    // 142
     Message { name: "k8s.io.api.core.v1.CinderPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeID", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
-        f(4, "secretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(4, "secretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 137
+    // 143
     Message { name: "k8s.io.api.core.v1.CinderVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeID", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
-        f(4, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(4, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 138
+    // 144
     Message { name: "k8s.io.api.core.v1.ClientIPConfig", special: Special::None, top_level: false, fields: &[
         f(1, "timeoutSeconds", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 139
+    // 145
     Message { name: "k8s.io.api.core.v1.ClusterTrustBundleProjection", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "signerName", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(3, "labelSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(3, "labelSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(4, "path", Ty::Str, Card::One, 0),
         f(5, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 140
+    // 146
     Message { name: "k8s.io.api.core.v1.ComponentCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
         f(3, "message", Ty::Str, Card::One, OMITEMPTY),
         f(4, "error", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 141
+    // 147
     Message { name: "k8s.io.api.core.v1.ComponentStatus", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "conditions", Ty::Msg(140), Card::Rep, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "conditions", Ty::Msg(146), Card::Rep, OMITEMPTY),
     ] },
-    // 142
+    // 148
     Message { name: "k8s.io.api.core.v1.ComponentStatusList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(141), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(147), Card::Rep, 0),
     ] },
-    // 143
+    // 149
     Message { name: "k8s.io.api.core.v1.ConfigMap", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "data", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(3, "binaryData", Ty::Bytes, Card::Map(Ty::Str), OMITEMPTY),
         f(4, "immutable", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 144
+    // 150
     Message { name: "k8s.io.api.core.v1.ConfigMapEnvSource", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
         f(2, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 145
+    // 151
     Message { name: "k8s.io.api.core.v1.ConfigMapKeySelector", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
         f(2, "key", Ty::Str, Card::One, 0),
         f(3, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 146
+    // 152
     Message { name: "k8s.io.api.core.v1.ConfigMapList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(143), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(149), Card::Rep, 0),
     ] },
-    // 147
+    // 153
     Message { name: "k8s.io.api.core.v1.ConfigMapNodeConfigSource", special: Special::None, top_level: false, fields: &[
         f(1, "namespace", Ty::Str, Card::One, 0),
         f(2, "name", Ty::Str, Card::One, 0),
@@ -999,52 +1039,52 @@ pub static MESSAGES: &[Message] = &[
         f(4, "resourceVersion", Ty::Str, Card::One, OMITEMPTY),
         f(5, "kubeletConfigKey", Ty::Str, Card::One, 0),
     ] },
-    // 148
+    // 154
     Message { name: "k8s.io.api.core.v1.ConfigMapProjection", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
-        f(2, "items", Ty::Msg(198), Card::Rep, OMITEMPTY),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
+        f(2, "items", Ty::Msg(204), Card::Rep, OMITEMPTY),
         f(4, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 149
+    // 155
     Message { name: "k8s.io.api.core.v1.ConfigMapVolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
-        f(2, "items", Ty::Msg(198), Card::Rep, OMITEMPTY),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
+        f(2, "items", Ty::Msg(204), Card::Rep, OMITEMPTY),
         f(3, "defaultMode", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(4, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 150
+    // 156
     Message { name: "k8s.io.api.core.v1.Container", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "image", Ty::Str, Card::One, OMITEMPTY),
         f(3, "command", Ty::Str, Card::Rep, OMITEMPTY),
         f(4, "args", Ty::Str, Card::Rep, OMITEMPTY),
         f(5, "workingDir", Ty::Str, Card::One, OMITEMPTY),
-        f(6, "ports", Ty::Msg(152), Card::Rep, OMITEMPTY),
-        f(7, "env", Ty::Msg(171), Card::Rep, OMITEMPTY),
-        f(8, "resources", Ty::Msg(303), Card::One, OMITEMPTY),
-        f(9, "volumeMounts", Ty::Msg(344), Card::Rep, OMITEMPTY),
-        f(10, "livenessProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(11, "readinessProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(12, "lifecycle", Ty::Msg(199), Card::One, OMITEMPTY | POINTER),
+        f(6, "ports", Ty::Msg(158), Card::Rep, OMITEMPTY),
+        f(7, "env", Ty::Msg(177), Card::Rep, OMITEMPTY),
+        f(8, "resources", Ty::Msg(309), Card::One, OMITEMPTY),
+        f(9, "volumeMounts", Ty::Msg(350), Card::Rep, OMITEMPTY),
+        f(10, "livenessProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(11, "readinessProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(12, "lifecycle", Ty::Msg(205), Card::One, OMITEMPTY | POINTER),
         f(13, "terminationMessagePath", Ty::Str, Card::One, OMITEMPTY),
         f(14, "imagePullPolicy", Ty::Str, Card::One, OMITEMPTY),
-        f(15, "securityContext", Ty::Msg(318), Card::One, OMITEMPTY | POINTER),
+        f(15, "securityContext", Ty::Msg(324), Card::One, OMITEMPTY | POINTER),
         f(16, "stdin", Ty::Bool, Card::One, OMITEMPTY),
         f(17, "stdinOnce", Ty::Bool, Card::One, OMITEMPTY),
         f(18, "tty", Ty::Bool, Card::One, OMITEMPTY),
-        f(19, "envFrom", Ty::Msg(170), Card::Rep, OMITEMPTY),
+        f(19, "envFrom", Ty::Msg(176), Card::Rep, OMITEMPTY),
         f(20, "terminationMessagePolicy", Ty::Str, Card::One, OMITEMPTY),
-        f(21, "volumeDevices", Ty::Msg(343), Card::Rep, OMITEMPTY),
-        f(22, "startupProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(23, "resizePolicy", Ty::Msg(153), Card::Rep, OMITEMPTY),
+        f(21, "volumeDevices", Ty::Msg(349), Card::Rep, OMITEMPTY),
+        f(22, "startupProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(23, "resizePolicy", Ty::Msg(159), Card::Rep, OMITEMPTY),
         f(24, "restartPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 151
+    // 157
     Message { name: "k8s.io.api.core.v1.ContainerImage", special: Special::None, top_level: false, fields: &[
         f(1, "names", Ty::Str, Card::Rep, 0),
         f(2, "sizeBytes", Ty::I64, Card::One, OMITEMPTY),
     ] },
-    // 152
+    // 158
     Message { name: "k8s.io.api.core.v1.ContainerPort", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "hostPort", Ty::I32, Card::One, OMITEMPTY),
@@ -1052,206 +1092,206 @@ pub static MESSAGES: &[Message] = &[
         f(4, "protocol", Ty::Str, Card::One, OMITEMPTY),
         f(5, "hostIP", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 153
+    // 159
     Message { name: "k8s.io.api.core.v1.ContainerResizePolicy", special: Special::None, top_level: false, fields: &[
         f(1, "resourceName", Ty::Str, Card::One, 0),
         f(2, "restartPolicy", Ty::Str, Card::One, 0),
     ] },
-    // 154
+    // 160
     Message { name: "k8s.io.api.core.v1.ContainerState", special: Special::None, top_level: false, fields: &[
-        f(1, "waiting", Ty::Msg(157), Card::One, OMITEMPTY | POINTER),
-        f(2, "running", Ty::Msg(155), Card::One, OMITEMPTY | POINTER),
-        f(3, "terminated", Ty::Msg(156), Card::One, OMITEMPTY | POINTER),
+        f(1, "waiting", Ty::Msg(163), Card::One, OMITEMPTY | POINTER),
+        f(2, "running", Ty::Msg(161), Card::One, OMITEMPTY | POINTER),
+        f(3, "terminated", Ty::Msg(162), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 155
+    // 161
     Message { name: "k8s.io.api.core.v1.ContainerStateRunning", special: Special::None, top_level: false, fields: &[
-        f(1, "startedAt", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(1, "startedAt", Ty::Msg(484), Card::One, OMITEMPTY),
     ] },
-    // 156
+    // 162
     Message { name: "k8s.io.api.core.v1.ContainerStateTerminated", special: Special::None, top_level: false, fields: &[
         f(1, "exitCode", Ty::I32, Card::One, 0),
         f(2, "signal", Ty::I32, Card::One, OMITEMPTY),
         f(3, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(4, "message", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "startedAt", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(6, "finishedAt", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(5, "startedAt", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(6, "finishedAt", Ty::Msg(484), Card::One, OMITEMPTY),
         f(7, "containerID", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 157
+    // 163
     Message { name: "k8s.io.api.core.v1.ContainerStateWaiting", special: Special::None, top_level: false, fields: &[
         f(1, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(2, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 158
+    // 164
     Message { name: "k8s.io.api.core.v1.ContainerStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "state", Ty::Msg(154), Card::One, OMITEMPTY),
-        f(3, "lastState", Ty::Msg(154), Card::One, OMITEMPTY),
+        f(2, "state", Ty::Msg(160), Card::One, OMITEMPTY),
+        f(3, "lastState", Ty::Msg(160), Card::One, OMITEMPTY),
         f(4, "ready", Ty::Bool, Card::One, 0),
         f(5, "restartCount", Ty::I32, Card::One, 0),
         f(6, "image", Ty::Str, Card::One, 0),
         f(7, "imageID", Ty::Str, Card::One, 0),
         f(8, "containerID", Ty::Str, Card::One, OMITEMPTY),
         f(9, "started", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(10, "allocatedResources", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(11, "resources", Ty::Msg(303), Card::One, OMITEMPTY | POINTER),
-        f(12, "volumeMounts", Ty::Msg(345), Card::Rep, OMITEMPTY),
-        f(13, "user", Ty::Msg(159), Card::One, OMITEMPTY | POINTER),
-        f(14, "allocatedResourcesStatus", Ty::Msg(304), Card::Rep, OMITEMPTY),
+        f(10, "allocatedResources", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(11, "resources", Ty::Msg(309), Card::One, OMITEMPTY | POINTER),
+        f(12, "volumeMounts", Ty::Msg(351), Card::Rep, OMITEMPTY),
+        f(13, "user", Ty::Msg(165), Card::One, OMITEMPTY | POINTER),
+        f(14, "allocatedResourcesStatus", Ty::Msg(310), Card::Rep, OMITEMPTY),
         f(15, "stopSignal", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 159
+    // 165
     Message { name: "k8s.io.api.core.v1.ContainerUser", special: Special::None, top_level: false, fields: &[
-        f(1, "linux", Ty::Msg(205), Card::One, OMITEMPTY | POINTER),
+        f(1, "linux", Ty::Msg(211), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 160
+    // 166
     Message { name: "k8s.io.api.core.v1.DaemonEndpoint", special: Special::None, top_level: false, fields: &[
         f(1, "Port", Ty::I32, Card::One, 0),
     ] },
-    // 161
+    // 167
     Message { name: "k8s.io.api.core.v1.DownwardAPIProjection", special: Special::None, top_level: false, fields: &[
-        f(1, "items", Ty::Msg(162), Card::Rep, OMITEMPTY),
+        f(1, "items", Ty::Msg(168), Card::Rep, OMITEMPTY),
     ] },
-    // 162
+    // 168
     Message { name: "k8s.io.api.core.v1.DownwardAPIVolumeFile", special: Special::None, top_level: false, fields: &[
         f(1, "path", Ty::Str, Card::One, 0),
-        f(2, "fieldRef", Ty::Msg(237), Card::One, OMITEMPTY | POINTER),
-        f(3, "resourceFieldRef", Ty::Msg(297), Card::One, OMITEMPTY | POINTER),
+        f(2, "fieldRef", Ty::Msg(243), Card::One, OMITEMPTY | POINTER),
+        f(3, "resourceFieldRef", Ty::Msg(303), Card::One, OMITEMPTY | POINTER),
         f(4, "mode", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 163
+    // 169
     Message { name: "k8s.io.api.core.v1.DownwardAPIVolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "items", Ty::Msg(162), Card::Rep, OMITEMPTY),
+        f(1, "items", Ty::Msg(168), Card::Rep, OMITEMPTY),
         f(2, "defaultMode", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 164
+    // 170
     Message { name: "k8s.io.api.core.v1.EmptyDirVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "medium", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "sizeLimit", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(2, "sizeLimit", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 165
+    // 171
     Message { name: "k8s.io.api.core.v1.EndpointAddress", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, 0),
-        f(2, "targetRef", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(2, "targetRef", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
         f(3, "hostname", Ty::Str, Card::One, OMITEMPTY),
         f(4, "nodeName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 166
+    // 172
     Message { name: "k8s.io.api.core.v1.EndpointPort", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "port", Ty::I32, Card::One, 0),
         f(3, "protocol", Ty::Str, Card::One, OMITEMPTY),
         f(4, "appProtocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 167
+    // 173
     Message { name: "k8s.io.api.core.v1.EndpointSubset", special: Special::None, top_level: false, fields: &[
-        f(1, "addresses", Ty::Msg(165), Card::Rep, OMITEMPTY),
-        f(2, "notReadyAddresses", Ty::Msg(165), Card::Rep, OMITEMPTY),
-        f(3, "ports", Ty::Msg(166), Card::Rep, OMITEMPTY),
+        f(1, "addresses", Ty::Msg(171), Card::Rep, OMITEMPTY),
+        f(2, "notReadyAddresses", Ty::Msg(171), Card::Rep, OMITEMPTY),
+        f(3, "ports", Ty::Msg(172), Card::Rep, OMITEMPTY),
     ] },
-    // 168
+    // 174
     Message { name: "k8s.io.api.core.v1.Endpoints", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "subsets", Ty::Msg(167), Card::Rep, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "subsets", Ty::Msg(173), Card::Rep, OMITEMPTY),
     ] },
-    // 169
+    // 175
     Message { name: "k8s.io.api.core.v1.EndpointsList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(168), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(174), Card::Rep, 0),
     ] },
-    // 170
+    // 176
     Message { name: "k8s.io.api.core.v1.EnvFromSource", special: Special::None, top_level: false, fields: &[
         f(1, "prefix", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "configMapRef", Ty::Msg(144), Card::One, OMITEMPTY | POINTER),
-        f(3, "secretRef", Ty::Msg(312), Card::One, OMITEMPTY | POINTER),
+        f(2, "configMapRef", Ty::Msg(150), Card::One, OMITEMPTY | POINTER),
+        f(3, "secretRef", Ty::Msg(318), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 171
+    // 177
     Message { name: "k8s.io.api.core.v1.EnvVar", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "value", Ty::Str, Card::One, OMITEMPTY),
-        f(3, "valueFrom", Ty::Msg(172), Card::One, OMITEMPTY | POINTER),
+        f(3, "valueFrom", Ty::Msg(178), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 172
+    // 178
     Message { name: "k8s.io.api.core.v1.EnvVarSource", special: Special::None, top_level: false, fields: &[
-        f(1, "fieldRef", Ty::Msg(237), Card::One, OMITEMPTY | POINTER),
-        f(2, "resourceFieldRef", Ty::Msg(297), Card::One, OMITEMPTY | POINTER),
-        f(3, "configMapKeyRef", Ty::Msg(145), Card::One, OMITEMPTY | POINTER),
-        f(4, "secretKeyRef", Ty::Msg(313), Card::One, OMITEMPTY | POINTER),
+        f(1, "fieldRef", Ty::Msg(243), Card::One, OMITEMPTY | POINTER),
+        f(2, "resourceFieldRef", Ty::Msg(303), Card::One, OMITEMPTY | POINTER),
+        f(3, "configMapKeyRef", Ty::Msg(151), Card::One, OMITEMPTY | POINTER),
+        f(4, "secretKeyRef", Ty::Msg(319), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 173
+    // 179
     Message { name: "k8s.io.api.core.v1.EphemeralContainer", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(174), Card::One, INLINE),
+        f(1, "", Ty::Msg(180), Card::One, INLINE),
         f(2, "targetContainerName", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 174
+    // 180
     Message { name: "k8s.io.api.core.v1.EphemeralContainerCommon", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "image", Ty::Str, Card::One, OMITEMPTY),
         f(3, "command", Ty::Str, Card::Rep, OMITEMPTY),
         f(4, "args", Ty::Str, Card::Rep, OMITEMPTY),
         f(5, "workingDir", Ty::Str, Card::One, OMITEMPTY),
-        f(6, "ports", Ty::Msg(152), Card::Rep, OMITEMPTY),
-        f(7, "env", Ty::Msg(171), Card::Rep, OMITEMPTY),
-        f(8, "resources", Ty::Msg(303), Card::One, OMITEMPTY),
-        f(9, "volumeMounts", Ty::Msg(344), Card::Rep, OMITEMPTY),
-        f(10, "livenessProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(11, "readinessProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(12, "lifecycle", Ty::Msg(199), Card::One, OMITEMPTY | POINTER),
+        f(6, "ports", Ty::Msg(158), Card::Rep, OMITEMPTY),
+        f(7, "env", Ty::Msg(177), Card::Rep, OMITEMPTY),
+        f(8, "resources", Ty::Msg(309), Card::One, OMITEMPTY),
+        f(9, "volumeMounts", Ty::Msg(350), Card::Rep, OMITEMPTY),
+        f(10, "livenessProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(11, "readinessProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(12, "lifecycle", Ty::Msg(205), Card::One, OMITEMPTY | POINTER),
         f(13, "terminationMessagePath", Ty::Str, Card::One, OMITEMPTY),
         f(14, "imagePullPolicy", Ty::Str, Card::One, OMITEMPTY),
-        f(15, "securityContext", Ty::Msg(318), Card::One, OMITEMPTY | POINTER),
+        f(15, "securityContext", Ty::Msg(324), Card::One, OMITEMPTY | POINTER),
         f(16, "stdin", Ty::Bool, Card::One, OMITEMPTY),
         f(17, "stdinOnce", Ty::Bool, Card::One, OMITEMPTY),
         f(18, "tty", Ty::Bool, Card::One, OMITEMPTY),
-        f(19, "envFrom", Ty::Msg(170), Card::Rep, OMITEMPTY),
+        f(19, "envFrom", Ty::Msg(176), Card::Rep, OMITEMPTY),
         f(20, "terminationMessagePolicy", Ty::Str, Card::One, OMITEMPTY),
-        f(21, "volumeDevices", Ty::Msg(343), Card::Rep, OMITEMPTY),
-        f(22, "startupProbe", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
-        f(23, "resizePolicy", Ty::Msg(153), Card::Rep, OMITEMPTY),
+        f(21, "volumeDevices", Ty::Msg(349), Card::Rep, OMITEMPTY),
+        f(22, "startupProbe", Ty::Msg(290), Card::One, OMITEMPTY | POINTER),
+        f(23, "resizePolicy", Ty::Msg(159), Card::Rep, OMITEMPTY),
         f(24, "restartPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 175
+    // 181
     Message { name: "k8s.io.api.core.v1.EphemeralVolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "volumeClaimTemplate", Ty::Msg(245), Card::One, OMITEMPTY | POINTER),
+        f(1, "volumeClaimTemplate", Ty::Msg(251), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 176
+    // 182
     Message { name: "k8s.io.api.core.v1.Event", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, 0),
-        f(2, "involvedObject", Ty::Msg(238), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, 0),
+        f(2, "involvedObject", Ty::Msg(244), Card::One, 0),
         f(3, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(4, "message", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "source", Ty::Msg(179), Card::One, OMITEMPTY),
-        f(6, "firstTimestamp", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(7, "lastTimestamp", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(5, "source", Ty::Msg(185), Card::One, OMITEMPTY),
+        f(6, "firstTimestamp", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(7, "lastTimestamp", Ty::Msg(484), Card::One, OMITEMPTY),
         f(8, "count", Ty::I32, Card::One, OMITEMPTY),
         f(9, "type", Ty::Str, Card::One, OMITEMPTY),
-        f(10, "eventTime", Ty::Msg(464), Card::One, OMITEMPTY),
-        f(11, "series", Ty::Msg(178), Card::One, OMITEMPTY | POINTER),
+        f(10, "eventTime", Ty::Msg(470), Card::One, OMITEMPTY),
+        f(11, "series", Ty::Msg(184), Card::One, OMITEMPTY | POINTER),
         f(12, "action", Ty::Str, Card::One, OMITEMPTY),
-        f(13, "related", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(13, "related", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
         f(14, "reportingComponent", Ty::Str, Card::One, 0),
         f(15, "reportingInstance", Ty::Str, Card::One, 0),
     ] },
-    // 177
+    // 183
     Message { name: "k8s.io.api.core.v1.EventList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(176), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(182), Card::Rep, 0),
     ] },
-    // 178
+    // 184
     Message { name: "k8s.io.api.core.v1.EventSeries", special: Special::None, top_level: false, fields: &[
         f(1, "count", Ty::I32, Card::One, OMITEMPTY),
-        f(2, "lastObservedTime", Ty::Msg(464), Card::One, OMITEMPTY),
+        f(2, "lastObservedTime", Ty::Msg(470), Card::One, OMITEMPTY),
     ] },
-    // 179
+    // 185
     Message { name: "k8s.io.api.core.v1.EventSource", special: Special::None, top_level: false, fields: &[
         f(1, "component", Ty::Str, Card::One, OMITEMPTY),
         f(2, "host", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 180
+    // 186
     Message { name: "k8s.io.api.core.v1.ExecAction", special: Special::None, top_level: false, fields: &[
         f(1, "command", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 181
+    // 187
     Message { name: "k8s.io.api.core.v1.FCVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "targetWWNs", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "lun", Ty::I32, Card::One, OMITEMPTY | POINTER),
@@ -1259,86 +1299,86 @@ pub static MESSAGES: &[Message] = &[
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "wwids", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 182
+    // 188
     Message { name: "k8s.io.api.core.v1.FlexPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "driver", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
-        f(3, "secretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(3, "secretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "options", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
     ] },
-    // 183
+    // 189
     Message { name: "k8s.io.api.core.v1.FlexVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "driver", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
-        f(3, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(3, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "options", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
     ] },
-    // 184
+    // 190
     Message { name: "k8s.io.api.core.v1.FlockerVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "datasetName", Ty::Str, Card::One, OMITEMPTY),
         f(2, "datasetUUID", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 185
+    // 191
     Message { name: "k8s.io.api.core.v1.GCEPersistentDiskVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "pdName", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "partition", Ty::I32, Card::One, OMITEMPTY),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 186
+    // 192
     Message { name: "k8s.io.api.core.v1.GRPCAction", special: Special::None, top_level: false, fields: &[
         f(1, "port", Ty::I32, Card::One, 0),
         f(2, "service", Ty::Str, Card::One, POINTER),
     ] },
-    // 187
+    // 193
     Message { name: "k8s.io.api.core.v1.GitRepoVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "repository", Ty::Str, Card::One, 0),
         f(2, "revision", Ty::Str, Card::One, OMITEMPTY),
         f(3, "directory", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 188
+    // 194
     Message { name: "k8s.io.api.core.v1.GlusterfsPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "endpoints", Ty::Str, Card::One, 0),
         f(2, "path", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "endpointsNamespace", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 189
+    // 195
     Message { name: "k8s.io.api.core.v1.GlusterfsVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "endpoints", Ty::Str, Card::One, 0),
         f(2, "path", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 190
+    // 196
     Message { name: "k8s.io.api.core.v1.HTTPGetAction", special: Special::None, top_level: false, fields: &[
         f(1, "path", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "port", Ty::Msg(487), Card::One, 0),
+        f(2, "port", Ty::Msg(493), Card::One, 0),
         f(3, "host", Ty::Str, Card::One, OMITEMPTY),
         f(4, "scheme", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "httpHeaders", Ty::Msg(191), Card::Rep, OMITEMPTY),
+        f(5, "httpHeaders", Ty::Msg(197), Card::Rep, OMITEMPTY),
     ] },
-    // 191
+    // 197
     Message { name: "k8s.io.api.core.v1.HTTPHeader", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "value", Ty::Str, Card::One, 0),
     ] },
-    // 192
+    // 198
     Message { name: "k8s.io.api.core.v1.HostAlias", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, 0),
         f(2, "hostnames", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 193
+    // 199
     Message { name: "k8s.io.api.core.v1.HostIP", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, 0),
     ] },
-    // 194
+    // 200
     Message { name: "k8s.io.api.core.v1.HostPathVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "path", Ty::Str, Card::One, 0),
         f(2, "type", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 195
+    // 201
     Message { name: "k8s.io.api.core.v1.ISCSIPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "targetPortal", Ty::Str, Card::One, 0),
         f(2, "iqn", Ty::Str, Card::One, 0),
@@ -1348,11 +1388,11 @@ pub static MESSAGES: &[Message] = &[
         f(6, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(7, "portals", Ty::Str, Card::Rep, OMITEMPTY),
         f(8, "chapAuthDiscovery", Ty::Bool, Card::One, OMITEMPTY),
-        f(10, "secretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(10, "secretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
         f(11, "chapAuthSession", Ty::Bool, Card::One, OMITEMPTY),
         f(12, "initiatorName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 196
+    // 202
     Message { name: "k8s.io.api.core.v1.ISCSIVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "targetPortal", Ty::Str, Card::One, 0),
         f(2, "iqn", Ty::Str, Card::One, 0),
@@ -1362,236 +1402,236 @@ pub static MESSAGES: &[Message] = &[
         f(6, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(7, "portals", Ty::Str, Card::Rep, OMITEMPTY),
         f(8, "chapAuthDiscovery", Ty::Bool, Card::One, OMITEMPTY),
-        f(10, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(10, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
         f(11, "chapAuthSession", Ty::Bool, Card::One, OMITEMPTY),
         f(12, "initiatorName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 197
+    // 203
     Message { name: "k8s.io.api.core.v1.ImageVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "reference", Ty::Str, Card::One, OMITEMPTY),
         f(2, "pullPolicy", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 198
+    // 204
     Message { name: "k8s.io.api.core.v1.KeyToPath", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "path", Ty::Str, Card::One, 0),
         f(3, "mode", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 199
+    // 205
     Message { name: "k8s.io.api.core.v1.Lifecycle", special: Special::None, top_level: false, fields: &[
-        f(1, "postStart", Ty::Msg(200), Card::One, OMITEMPTY | POINTER),
-        f(2, "preStop", Ty::Msg(200), Card::One, OMITEMPTY | POINTER),
+        f(1, "postStart", Ty::Msg(206), Card::One, OMITEMPTY | POINTER),
+        f(2, "preStop", Ty::Msg(206), Card::One, OMITEMPTY | POINTER),
         f(3, "stopSignal", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 200
+    // 206
     Message { name: "k8s.io.api.core.v1.LifecycleHandler", special: Special::None, top_level: false, fields: &[
-        f(1, "exec", Ty::Msg(180), Card::One, OMITEMPTY | POINTER),
-        f(2, "httpGet", Ty::Msg(190), Card::One, OMITEMPTY | POINTER),
-        f(3, "tcpSocket", Ty::Msg(334), Card::One, OMITEMPTY | POINTER),
-        f(4, "sleep", Ty::Msg(330), Card::One, OMITEMPTY | POINTER),
+        f(1, "exec", Ty::Msg(186), Card::One, OMITEMPTY | POINTER),
+        f(2, "httpGet", Ty::Msg(196), Card::One, OMITEMPTY | POINTER),
+        f(3, "tcpSocket", Ty::Msg(340), Card::One, OMITEMPTY | POINTER),
+        f(4, "sleep", Ty::Msg(336), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 201
+    // 207
     Message { name: "k8s.io.api.core.v1.LimitRange", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(204), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(210), Card::One, OMITEMPTY),
     ] },
-    // 202
+    // 208
     Message { name: "k8s.io.api.core.v1.LimitRangeItem", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
-        f(2, "max", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(3, "min", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(4, "default", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(5, "defaultRequest", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(6, "maxLimitRequestRatio", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "max", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(3, "min", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(4, "default", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(5, "defaultRequest", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(6, "maxLimitRequestRatio", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
     ] },
-    // 203
+    // 209
     Message { name: "k8s.io.api.core.v1.LimitRangeList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(201), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(207), Card::Rep, 0),
     ] },
-    // 204
+    // 210
     Message { name: "k8s.io.api.core.v1.LimitRangeSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "limits", Ty::Msg(202), Card::Rep, 0),
+        f(1, "limits", Ty::Msg(208), Card::Rep, 0),
     ] },
-    // 205
+    // 211
     Message { name: "k8s.io.api.core.v1.LinuxContainerUser", special: Special::None, top_level: false, fields: &[
         f(1, "uid", Ty::I64, Card::One, 0),
         f(2, "gid", Ty::I64, Card::One, 0),
         f(3, "supplementalGroups", Ty::I64, Card::Rep, OMITEMPTY),
     ] },
-    // 206
+    // 212
     Message { name: "k8s.io.api.core.v1.List", special: Special::None, top_level: false, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(484), Card::Rep, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(490), Card::Rep, OMITEMPTY),
     ] },
-    // 207
+    // 213
     Message { name: "k8s.io.api.core.v1.LoadBalancerIngress", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, OMITEMPTY),
         f(2, "hostname", Ty::Str, Card::One, OMITEMPTY),
         f(3, "ipMode", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(4, "ports", Ty::Msg(279), Card::Rep, OMITEMPTY),
+        f(4, "ports", Ty::Msg(285), Card::Rep, OMITEMPTY),
     ] },
-    // 208
+    // 214
     Message { name: "k8s.io.api.core.v1.LoadBalancerStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "ingress", Ty::Msg(207), Card::Rep, OMITEMPTY),
+        f(1, "ingress", Ty::Msg(213), Card::Rep, OMITEMPTY),
     ] },
-    // 209
+    // 215
     Message { name: "k8s.io.api.core.v1.LocalObjectReference", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 210
+    // 216
     Message { name: "k8s.io.api.core.v1.LocalVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "path", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 211
+    // 217
     Message { name: "k8s.io.api.core.v1.ModifyVolumeStatus", special: Special::None, top_level: false, fields: &[
         f(1, "targetVolumeAttributesClassName", Ty::Str, Card::One, OMITEMPTY),
         f(2, "status", Ty::Str, Card::One, 0),
     ] },
-    // 212
+    // 218
     Message { name: "k8s.io.api.core.v1.NFSVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "server", Ty::Str, Card::One, 0),
         f(2, "path", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 213
+    // 219
     Message { name: "k8s.io.api.core.v1.Namespace", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(216), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(217), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(222), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(223), Card::One, OMITEMPTY),
     ] },
-    // 214
+    // 220
     Message { name: "k8s.io.api.core.v1.NamespaceCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(5, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(6, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 215
+    // 221
     Message { name: "k8s.io.api.core.v1.NamespaceList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(213), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(219), Card::Rep, 0),
     ] },
-    // 216
+    // 222
     Message { name: "k8s.io.api.core.v1.NamespaceSpec", special: Special::None, top_level: false, fields: &[
         f(1, "finalizers", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 217
+    // 223
     Message { name: "k8s.io.api.core.v1.NamespaceStatus", special: Special::None, top_level: false, fields: &[
         f(1, "phase", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "conditions", Ty::Msg(214), Card::Rep, OMITEMPTY),
+        f(2, "conditions", Ty::Msg(220), Card::Rep, OMITEMPTY),
     ] },
-    // 218
+    // 224
     Message { name: "k8s.io.api.core.v1.Node", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(233), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(234), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(239), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(240), Card::One, OMITEMPTY),
     ] },
-    // 219
+    // 225
     Message { name: "k8s.io.api.core.v1.NodeAddress", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "address", Ty::Str, Card::One, 0),
     ] },
-    // 220
+    // 226
     Message { name: "k8s.io.api.core.v1.NodeAffinity", special: Special::None, top_level: false, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(230), Card::One, OMITEMPTY | POINTER),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(283), Card::Rep, OMITEMPTY),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(236), Card::One, OMITEMPTY | POINTER),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(289), Card::Rep, OMITEMPTY),
     ] },
-    // 221
+    // 227
     Message { name: "k8s.io.api.core.v1.NodeCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastHeartbeatTime", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastHeartbeatTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(5, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(6, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 222
+    // 228
     Message { name: "k8s.io.api.core.v1.NodeConfigSource", special: Special::None, top_level: false, fields: &[
-        f(2, "configMap", Ty::Msg(147), Card::One, OMITEMPTY | POINTER),
+        f(2, "configMap", Ty::Msg(153), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 223
+    // 229
     Message { name: "k8s.io.api.core.v1.NodeConfigStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "assigned", Ty::Msg(222), Card::One, OMITEMPTY | POINTER),
-        f(2, "active", Ty::Msg(222), Card::One, OMITEMPTY | POINTER),
-        f(3, "lastKnownGood", Ty::Msg(222), Card::One, OMITEMPTY | POINTER),
+        f(1, "assigned", Ty::Msg(228), Card::One, OMITEMPTY | POINTER),
+        f(2, "active", Ty::Msg(228), Card::One, OMITEMPTY | POINTER),
+        f(3, "lastKnownGood", Ty::Msg(228), Card::One, OMITEMPTY | POINTER),
         f(4, "error", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 224
+    // 230
     Message { name: "k8s.io.api.core.v1.NodeDaemonEndpoints", special: Special::None, top_level: false, fields: &[
-        f(1, "kubeletEndpoint", Ty::Msg(160), Card::One, OMITEMPTY),
+        f(1, "kubeletEndpoint", Ty::Msg(166), Card::One, OMITEMPTY),
     ] },
-    // 225
+    // 231
     Message { name: "k8s.io.api.core.v1.NodeFeatures", special: Special::None, top_level: false, fields: &[
         f(1, "supplementalGroupsPolicy", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 226
+    // 232
     Message { name: "k8s.io.api.core.v1.NodeList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(218), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(224), Card::Rep, 0),
     ] },
-    // 227
+    // 233
     Message { name: "k8s.io.api.core.v1.NodeProxyOptions", special: Special::None, top_level: true, fields: &[
         f(1, "path", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 228
+    // 234
     Message { name: "k8s.io.api.core.v1.NodeRuntimeHandler", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "features", Ty::Msg(229), Card::One, OMITEMPTY | POINTER),
+        f(2, "features", Ty::Msg(235), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 229
+    // 235
     Message { name: "k8s.io.api.core.v1.NodeRuntimeHandlerFeatures", special: Special::None, top_level: false, fields: &[
         f(1, "recursiveReadOnlyMounts", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(2, "userNamespaces", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 230
+    // 236
     Message { name: "k8s.io.api.core.v1.NodeSelector", special: Special::None, top_level: false, fields: &[
-        f(1, "nodeSelectorTerms", Ty::Msg(232), Card::Rep, 0),
+        f(1, "nodeSelectorTerms", Ty::Msg(238), Card::Rep, 0),
     ] },
-    // 231
+    // 237
     Message { name: "k8s.io.api.core.v1.NodeSelectorRequirement", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "operator", Ty::Str, Card::One, 0),
         f(3, "values", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 232
+    // 238
     Message { name: "k8s.io.api.core.v1.NodeSelectorTerm", special: Special::None, top_level: false, fields: &[
-        f(1, "matchExpressions", Ty::Msg(231), Card::Rep, OMITEMPTY),
-        f(2, "matchFields", Ty::Msg(231), Card::Rep, OMITEMPTY),
+        f(1, "matchExpressions", Ty::Msg(237), Card::Rep, OMITEMPTY),
+        f(2, "matchFields", Ty::Msg(237), Card::Rep, OMITEMPTY),
     ] },
-    // 233
+    // 239
     Message { name: "k8s.io.api.core.v1.NodeSpec", special: Special::None, top_level: false, fields: &[
         f(1, "podCIDR", Ty::Str, Card::One, OMITEMPTY),
         f(2, "externalID", Ty::Str, Card::One, OMITEMPTY),
         f(3, "providerID", Ty::Str, Card::One, OMITEMPTY),
         f(4, "unschedulable", Ty::Bool, Card::One, OMITEMPTY),
-        f(5, "taints", Ty::Msg(335), Card::Rep, OMITEMPTY),
-        f(6, "configSource", Ty::Msg(222), Card::One, OMITEMPTY | POINTER),
+        f(5, "taints", Ty::Msg(341), Card::Rep, OMITEMPTY),
+        f(6, "configSource", Ty::Msg(228), Card::One, OMITEMPTY | POINTER),
         f(7, "podCIDRs", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 234
+    // 240
     Message { name: "k8s.io.api.core.v1.NodeStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "capacity", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "allocatable", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(1, "capacity", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "allocatable", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
         f(3, "phase", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "conditions", Ty::Msg(221), Card::Rep, OMITEMPTY),
-        f(5, "addresses", Ty::Msg(219), Card::Rep, OMITEMPTY),
-        f(6, "daemonEndpoints", Ty::Msg(224), Card::One, OMITEMPTY),
-        f(7, "nodeInfo", Ty::Msg(236), Card::One, OMITEMPTY),
-        f(8, "images", Ty::Msg(151), Card::Rep, OMITEMPTY),
+        f(4, "conditions", Ty::Msg(227), Card::Rep, OMITEMPTY),
+        f(5, "addresses", Ty::Msg(225), Card::Rep, OMITEMPTY),
+        f(6, "daemonEndpoints", Ty::Msg(230), Card::One, OMITEMPTY),
+        f(7, "nodeInfo", Ty::Msg(242), Card::One, OMITEMPTY),
+        f(8, "images", Ty::Msg(157), Card::Rep, OMITEMPTY),
         f(9, "volumesInUse", Ty::Str, Card::Rep, OMITEMPTY),
-        f(10, "volumesAttached", Ty::Msg(125), Card::Rep, OMITEMPTY),
-        f(11, "config", Ty::Msg(223), Card::One, OMITEMPTY | POINTER),
-        f(12, "runtimeHandlers", Ty::Msg(228), Card::Rep, OMITEMPTY),
-        f(13, "features", Ty::Msg(225), Card::One, OMITEMPTY | POINTER),
+        f(10, "volumesAttached", Ty::Msg(131), Card::Rep, OMITEMPTY),
+        f(11, "config", Ty::Msg(229), Card::One, OMITEMPTY | POINTER),
+        f(12, "runtimeHandlers", Ty::Msg(234), Card::Rep, OMITEMPTY),
+        f(13, "features", Ty::Msg(231), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 235
+    // 241
     Message { name: "k8s.io.api.core.v1.NodeSwapStatus", special: Special::None, top_level: false, fields: &[
         f(1, "capacity", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 236
+    // 242
     Message { name: "k8s.io.api.core.v1.NodeSystemInfo", special: Special::None, top_level: false, fields: &[
         f(1, "machineID", Ty::Str, Card::One, 0),
         f(2, "systemUUID", Ty::Str, Card::One, 0),
@@ -1603,14 +1643,14 @@ pub static MESSAGES: &[Message] = &[
         f(8, "kubeProxyVersion", Ty::Str, Card::One, 0),
         f(9, "operatingSystem", Ty::Str, Card::One, 0),
         f(10, "architecture", Ty::Str, Card::One, 0),
-        f(11, "swap", Ty::Msg(235), Card::One, OMITEMPTY | POINTER),
+        f(11, "swap", Ty::Msg(241), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 237
+    // 243
     Message { name: "k8s.io.api.core.v1.ObjectFieldSelector", special: Special::None, top_level: false, fields: &[
         f(1, "apiVersion", Ty::Str, Card::One, OMITEMPTY),
         f(2, "fieldPath", Ty::Str, Card::One, 0),
     ] },
-    // 238
+    // 244
     Message { name: "k8s.io.api.core.v1.ObjectReference", special: Special::None, top_level: false, fields: &[
         f(1, "kind", Ty::Str, Card::One, OMITEMPTY),
         f(2, "namespace", Ty::Str, Card::One, OMITEMPTY),
@@ -1620,146 +1660,146 @@ pub static MESSAGES: &[Message] = &[
         f(6, "resourceVersion", Ty::Str, Card::One, OMITEMPTY),
         f(7, "fieldPath", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 239
+    // 245
     Message { name: "k8s.io.api.core.v1.PersistentVolume", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(255), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(256), Card::One, OMITEMPTY),
+    ] },
+    // 246
+    Message { name: "k8s.io.api.core.v1.PersistentVolumeClaim", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "spec", Ty::Msg(249), Card::One, OMITEMPTY),
         f(3, "status", Ty::Msg(250), Card::One, OMITEMPTY),
     ] },
-    // 240
-    Message { name: "k8s.io.api.core.v1.PersistentVolumeClaim", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(243), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(244), Card::One, OMITEMPTY),
-    ] },
-    // 241
+    // 247
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastProbeTime", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastProbeTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(5, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(6, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 242
+    // 248
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(240), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(246), Card::Rep, 0),
     ] },
-    // 243
+    // 249
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimSpec", special: Special::None, top_level: false, fields: &[
         f(1, "accessModes", Ty::Str, Card::Rep, OMITEMPTY),
-        f(2, "resources", Ty::Msg(348), Card::One, OMITEMPTY),
+        f(2, "resources", Ty::Msg(354), Card::One, OMITEMPTY),
         f(3, "volumeName", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(4, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(5, "storageClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(6, "volumeMode", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(7, "dataSource", Ty::Msg(340), Card::One, OMITEMPTY | POINTER),
-        f(8, "dataSourceRef", Ty::Msg(341), Card::One, OMITEMPTY | POINTER),
+        f(7, "dataSource", Ty::Msg(346), Card::One, OMITEMPTY | POINTER),
+        f(8, "dataSourceRef", Ty::Msg(347), Card::One, OMITEMPTY | POINTER),
         f(9, "volumeAttributesClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 244
+    // 250
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimStatus", special: Special::None, top_level: false, fields: &[
         f(1, "phase", Ty::Str, Card::One, OMITEMPTY),
         f(2, "accessModes", Ty::Str, Card::Rep, OMITEMPTY),
-        f(3, "capacity", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(4, "conditions", Ty::Msg(241), Card::Rep, OMITEMPTY),
-        f(5, "allocatedResources", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(3, "capacity", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(4, "conditions", Ty::Msg(247), Card::Rep, OMITEMPTY),
+        f(5, "allocatedResources", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
         f(7, "allocatedResourceStatuses", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(8, "currentVolumeAttributesClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(9, "modifyVolumeStatus", Ty::Msg(211), Card::One, OMITEMPTY | POINTER),
+        f(9, "modifyVolumeStatus", Ty::Msg(217), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 245
+    // 251
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimTemplate", special: Special::None, top_level: false, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(243), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(249), Card::One, 0),
     ] },
-    // 246
+    // 252
     Message { name: "k8s.io.api.core.v1.PersistentVolumeClaimVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "claimName", Ty::Str, Card::One, 0),
         f(2, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 247
+    // 253
     Message { name: "k8s.io.api.core.v1.PersistentVolumeList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(239), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(245), Card::Rep, 0),
     ] },
-    // 248
+    // 254
     Message { name: "k8s.io.api.core.v1.PersistentVolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "gcePersistentDisk", Ty::Msg(185), Card::One, OMITEMPTY | POINTER),
-        f(2, "awsElasticBlockStore", Ty::Msg(122), Card::One, OMITEMPTY | POINTER),
-        f(3, "hostPath", Ty::Msg(194), Card::One, OMITEMPTY | POINTER),
-        f(4, "glusterfs", Ty::Msg(188), Card::One, OMITEMPTY | POINTER),
-        f(5, "nfs", Ty::Msg(212), Card::One, OMITEMPTY | POINTER),
-        f(6, "rbd", Ty::Msg(288), Card::One, OMITEMPTY | POINTER),
-        f(7, "iscsi", Ty::Msg(195), Card::One, OMITEMPTY | POINTER),
-        f(8, "cinder", Ty::Msg(136), Card::One, OMITEMPTY | POINTER),
-        f(9, "cephfs", Ty::Msg(134), Card::One, OMITEMPTY | POINTER),
-        f(10, "fc", Ty::Msg(181), Card::One, OMITEMPTY | POINTER),
-        f(11, "flocker", Ty::Msg(184), Card::One, OMITEMPTY | POINTER),
-        f(12, "flexVolume", Ty::Msg(182), Card::One, OMITEMPTY | POINTER),
-        f(13, "azureFile", Ty::Msg(128), Card::One, OMITEMPTY | POINTER),
-        f(14, "vsphereVolume", Ty::Msg(350), Card::One, OMITEMPTY | POINTER),
-        f(15, "quobyte", Ty::Msg(287), Card::One, OMITEMPTY | POINTER),
-        f(16, "azureDisk", Ty::Msg(127), Card::One, OMITEMPTY | POINTER),
-        f(17, "photonPersistentDisk", Ty::Msg(251), Card::One, OMITEMPTY | POINTER),
-        f(18, "portworxVolume", Ty::Msg(280), Card::One, OMITEMPTY | POINTER),
-        f(19, "scaleIO", Ty::Msg(306), Card::One, OMITEMPTY | POINTER),
-        f(20, "local", Ty::Msg(210), Card::One, OMITEMPTY | POINTER),
-        f(21, "storageos", Ty::Msg(331), Card::One, OMITEMPTY | POINTER),
-        f(22, "csi", Ty::Msg(131), Card::One, OMITEMPTY | POINTER),
+        f(1, "gcePersistentDisk", Ty::Msg(191), Card::One, OMITEMPTY | POINTER),
+        f(2, "awsElasticBlockStore", Ty::Msg(128), Card::One, OMITEMPTY | POINTER),
+        f(3, "hostPath", Ty::Msg(200), Card::One, OMITEMPTY | POINTER),
+        f(4, "glusterfs", Ty::Msg(194), Card::One, OMITEMPTY | POINTER),
+        f(5, "nfs", Ty::Msg(218), Card::One, OMITEMPTY | POINTER),
+        f(6, "rbd", Ty::Msg(294), Card::One, OMITEMPTY | POINTER),
+        f(7, "iscsi", Ty::Msg(201), Card::One, OMITEMPTY | POINTER),
+        f(8, "cinder", Ty::Msg(142), Card::One, OMITEMPTY | POINTER),
+        f(9, "cephfs", Ty::Msg(140), Card::One, OMITEMPTY | POINTER),
+        f(10, "fc", Ty::Msg(187), Card::One, OMITEMPTY | POINTER),
+        f(11, "flocker", Ty::Msg(190), Card::One, OMITEMPTY | POINTER),
+        f(12, "flexVolume", Ty::Msg(188), Card::One, OMITEMPTY | POINTER),
+        f(13, "azureFile", Ty::Msg(134), Card::One, OMITEMPTY | POINTER),
+        f(14, "vsphereVolume", Ty::Msg(356), Card::One, OMITEMPTY | POINTER),
+        f(15, "quobyte", Ty::Msg(293), Card::One, OMITEMPTY | POINTER),
+        f(16, "azureDisk", Ty::Msg(133), Card::One, OMITEMPTY | POINTER),
+        f(17, "photonPersistentDisk", Ty::Msg(257), Card::One, OMITEMPTY | POINTER),
+        f(18, "portworxVolume", Ty::Msg(286), Card::One, OMITEMPTY | POINTER),
+        f(19, "scaleIO", Ty::Msg(312), Card::One, OMITEMPTY | POINTER),
+        f(20, "local", Ty::Msg(216), Card::One, OMITEMPTY | POINTER),
+        f(21, "storageos", Ty::Msg(337), Card::One, OMITEMPTY | POINTER),
+        f(22, "csi", Ty::Msg(137), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 249
+    // 255
     Message { name: "k8s.io.api.core.v1.PersistentVolumeSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "capacity", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "", Ty::Msg(248), Card::One, INLINE),
+        f(1, "capacity", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "", Ty::Msg(254), Card::One, INLINE),
         f(3, "accessModes", Ty::Str, Card::Rep, OMITEMPTY),
-        f(4, "claimRef", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(4, "claimRef", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
         f(5, "persistentVolumeReclaimPolicy", Ty::Str, Card::One, OMITEMPTY),
         f(6, "storageClassName", Ty::Str, Card::One, OMITEMPTY),
         f(7, "mountOptions", Ty::Str, Card::Rep, OMITEMPTY),
         f(8, "volumeMode", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(9, "nodeAffinity", Ty::Msg(346), Card::One, OMITEMPTY | POINTER),
+        f(9, "nodeAffinity", Ty::Msg(352), Card::One, OMITEMPTY | POINTER),
         f(10, "volumeAttributesClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 250
+    // 256
     Message { name: "k8s.io.api.core.v1.PersistentVolumeStatus", special: Special::None, top_level: false, fields: &[
         f(1, "phase", Ty::Str, Card::One, OMITEMPTY),
         f(2, "message", Ty::Str, Card::One, OMITEMPTY),
         f(3, "reason", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "lastPhaseTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(4, "lastPhaseTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 251
+    // 257
     Message { name: "k8s.io.api.core.v1.PhotonPersistentDiskVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "pdID", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 252
+    // 258
     Message { name: "k8s.io.api.core.v1.Pod", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(273), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(274), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(279), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(280), Card::One, OMITEMPTY),
     ] },
-    // 253
+    // 259
     Message { name: "k8s.io.api.core.v1.PodAffinity", special: Special::None, top_level: false, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(254), Card::Rep, OMITEMPTY),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(351), Card::Rep, OMITEMPTY),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(260), Card::Rep, OMITEMPTY),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(357), Card::Rep, OMITEMPTY),
     ] },
-    // 254
+    // 260
     Message { name: "k8s.io.api.core.v1.PodAffinityTerm", special: Special::None, top_level: false, fields: &[
-        f(1, "labelSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(1, "labelSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(2, "namespaces", Ty::Str, Card::Rep, OMITEMPTY),
         f(3, "topologyKey", Ty::Str, Card::One, 0),
-        f(4, "namespaceSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(4, "namespaceSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(5, "matchLabelKeys", Ty::Str, Card::Rep, OMITEMPTY),
         f(6, "mismatchLabelKeys", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 255
+    // 261
     Message { name: "k8s.io.api.core.v1.PodAntiAffinity", special: Special::None, top_level: false, fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(254), Card::Rep, OMITEMPTY),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(351), Card::Rep, OMITEMPTY),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Ty::Msg(260), Card::Rep, OMITEMPTY),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Ty::Msg(357), Card::Rep, OMITEMPTY),
     ] },
-    // 256
+    // 262
     Message { name: "k8s.io.api.core.v1.PodAttachOptions", special: Special::None, top_level: true, fields: &[
         f(1, "stdin", Ty::Bool, Card::One, OMITEMPTY),
         f(2, "stdout", Ty::Bool, Card::One, OMITEMPTY),
@@ -1767,28 +1807,28 @@ pub static MESSAGES: &[Message] = &[
         f(4, "tty", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "container", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 257
+    // 263
     Message { name: "k8s.io.api.core.v1.PodCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastProbeTime", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastProbeTime", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(5, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(6, "message", Ty::Str, Card::One, OMITEMPTY),
         f(7, "observedGeneration", Ty::I64, Card::One, OMITEMPTY),
     ] },
-    // 258
+    // 264
     Message { name: "k8s.io.api.core.v1.PodDNSConfig", special: Special::None, top_level: false, fields: &[
         f(1, "nameservers", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "searches", Ty::Str, Card::Rep, OMITEMPTY),
-        f(3, "options", Ty::Msg(259), Card::Rep, OMITEMPTY),
+        f(3, "options", Ty::Msg(265), Card::Rep, OMITEMPTY),
     ] },
-    // 259
+    // 265
     Message { name: "k8s.io.api.core.v1.PodDNSConfigOption", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "value", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 260
+    // 266
     Message { name: "k8s.io.api.core.v1.PodExecOptions", special: Special::None, top_level: true, fields: &[
         f(1, "stdin", Ty::Bool, Card::One, OMITEMPTY),
         f(2, "stdout", Ty::Bool, Card::One, OMITEMPTY),
@@ -1797,83 +1837,83 @@ pub static MESSAGES: &[Message] = &[
         f(5, "container", Ty::Str, Card::One, OMITEMPTY),
         f(6, "command", Ty::Str, Card::Rep, 0),
     ] },
-    // 261
+    // 267
     Message { name: "k8s.io.api.core.v1.PodIP", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, 0),
     ] },
-    // 262
+    // 268
     Message { name: "k8s.io.api.core.v1.PodList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(252), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(258), Card::Rep, 0),
     ] },
-    // 263
+    // 269
     Message { name: "k8s.io.api.core.v1.PodLogOptions", special: Special::None, top_level: true, fields: &[
         f(1, "container", Ty::Str, Card::One, OMITEMPTY),
         f(2, "follow", Ty::Bool, Card::One, OMITEMPTY),
         f(3, "previous", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "sinceSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(5, "sinceTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(5, "sinceTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(6, "timestamps", Ty::Bool, Card::One, OMITEMPTY),
         f(7, "tailLines", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(8, "limitBytes", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(9, "insecureSkipTLSVerifyBackend", Ty::Bool, Card::One, OMITEMPTY),
         f(10, "stream", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 264
+    // 270
     Message { name: "k8s.io.api.core.v1.PodOS", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
     ] },
-    // 265
+    // 271
     Message { name: "k8s.io.api.core.v1.PodPortForwardOptions", special: Special::None, top_level: true, fields: &[
         f(1, "ports", Ty::I32, Card::Rep, OMITEMPTY),
     ] },
-    // 266
+    // 272
     Message { name: "k8s.io.api.core.v1.PodProxyOptions", special: Special::None, top_level: true, fields: &[
         f(1, "path", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 267
+    // 273
     Message { name: "k8s.io.api.core.v1.PodReadinessGate", special: Special::None, top_level: false, fields: &[
         f(1, "conditionType", Ty::Str, Card::One, 0),
     ] },
-    // 268
+    // 274
     Message { name: "k8s.io.api.core.v1.PodResourceClaim", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(3, "resourceClaimName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(4, "resourceClaimTemplateName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 269
+    // 275
     Message { name: "k8s.io.api.core.v1.PodResourceClaimStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "resourceClaimName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 270
+    // 276
     Message { name: "k8s.io.api.core.v1.PodSchedulingGate", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
     ] },
-    // 271
+    // 277
     Message { name: "k8s.io.api.core.v1.PodSecurityContext", special: Special::None, top_level: false, fields: &[
-        f(1, "seLinuxOptions", Ty::Msg(305), Card::One, OMITEMPTY | POINTER),
+        f(1, "seLinuxOptions", Ty::Msg(311), Card::One, OMITEMPTY | POINTER),
         f(2, "runAsUser", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(3, "runAsNonRoot", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(4, "supplementalGroups", Ty::I64, Card::Rep, OMITEMPTY),
         f(5, "fsGroup", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(6, "runAsGroup", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(7, "sysctls", Ty::Msg(333), Card::Rep, OMITEMPTY),
-        f(8, "windowsOptions", Ty::Msg(352), Card::One, OMITEMPTY | POINTER),
+        f(7, "sysctls", Ty::Msg(339), Card::Rep, OMITEMPTY),
+        f(8, "windowsOptions", Ty::Msg(358), Card::One, OMITEMPTY | POINTER),
         f(9, "fsGroupChangePolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(10, "seccompProfile", Ty::Msg(310), Card::One, OMITEMPTY | POINTER),
-        f(11, "appArmorProfile", Ty::Msg(124), Card::One, OMITEMPTY | POINTER),
+        f(10, "seccompProfile", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(11, "appArmorProfile", Ty::Msg(130), Card::One, OMITEMPTY | POINTER),
         f(12, "supplementalGroupsPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(13, "seLinuxChangePolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 272
+    // 278
     Message { name: "k8s.io.api.core.v1.PodSignature", special: Special::None, top_level: false, fields: &[
-        f(1, "podController", Ty::Msg(466), Card::One, OMITEMPTY | POINTER),
+        f(1, "podController", Ty::Msg(472), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 273
+    // 279
     Message { name: "k8s.io.api.core.v1.PodSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "volumes", Ty::Msg(342), Card::Rep, OMITEMPTY),
-        f(2, "containers", Ty::Msg(150), Card::Rep, 0),
+        f(1, "volumes", Ty::Msg(348), Card::Rep, OMITEMPTY),
+        f(2, "containers", Ty::Msg(156), Card::Rep, 0),
         f(3, "restartPolicy", Ty::Str, Card::One, OMITEMPTY),
         f(4, "terminationGracePeriodSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(5, "activeDeadlineSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
@@ -1885,105 +1925,105 @@ pub static MESSAGES: &[Message] = &[
         f(11, "hostNetwork", Ty::Bool, Card::One, OMITEMPTY),
         f(12, "hostPID", Ty::Bool, Card::One, OMITEMPTY),
         f(13, "hostIPC", Ty::Bool, Card::One, OMITEMPTY),
-        f(14, "securityContext", Ty::Msg(271), Card::One, OMITEMPTY | POINTER),
-        f(15, "imagePullSecrets", Ty::Msg(209), Card::Rep, OMITEMPTY),
+        f(14, "securityContext", Ty::Msg(277), Card::One, OMITEMPTY | POINTER),
+        f(15, "imagePullSecrets", Ty::Msg(215), Card::Rep, OMITEMPTY),
         f(16, "hostname", Ty::Str, Card::One, OMITEMPTY),
         f(17, "subdomain", Ty::Str, Card::One, OMITEMPTY),
-        f(18, "affinity", Ty::Msg(123), Card::One, OMITEMPTY | POINTER),
+        f(18, "affinity", Ty::Msg(129), Card::One, OMITEMPTY | POINTER),
         f(19, "schedulerName", Ty::Str, Card::One, OMITEMPTY),
-        f(20, "initContainers", Ty::Msg(150), Card::Rep, OMITEMPTY),
+        f(20, "initContainers", Ty::Msg(156), Card::Rep, OMITEMPTY),
         f(21, "automountServiceAccountToken", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(22, "tolerations", Ty::Msg(336), Card::Rep, OMITEMPTY),
-        f(23, "hostAliases", Ty::Msg(192), Card::Rep, OMITEMPTY),
+        f(22, "tolerations", Ty::Msg(342), Card::Rep, OMITEMPTY),
+        f(23, "hostAliases", Ty::Msg(198), Card::Rep, OMITEMPTY),
         f(24, "priorityClassName", Ty::Str, Card::One, OMITEMPTY),
         f(25, "priority", Ty::I32, Card::One, OMITEMPTY | POINTER),
-        f(26, "dnsConfig", Ty::Msg(258), Card::One, OMITEMPTY | POINTER),
+        f(26, "dnsConfig", Ty::Msg(264), Card::One, OMITEMPTY | POINTER),
         f(27, "shareProcessNamespace", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(28, "readinessGates", Ty::Msg(267), Card::Rep, OMITEMPTY),
+        f(28, "readinessGates", Ty::Msg(273), Card::Rep, OMITEMPTY),
         f(29, "runtimeClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(30, "enableServiceLinks", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(31, "preemptionPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(32, "overhead", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(33, "topologySpreadConstraints", Ty::Msg(339), Card::Rep, OMITEMPTY),
-        f(34, "ephemeralContainers", Ty::Msg(173), Card::Rep, OMITEMPTY),
+        f(32, "overhead", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(33, "topologySpreadConstraints", Ty::Msg(345), Card::Rep, OMITEMPTY),
+        f(34, "ephemeralContainers", Ty::Msg(179), Card::Rep, OMITEMPTY),
         f(35, "setHostnameAsFQDN", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(36, "os", Ty::Msg(264), Card::One, OMITEMPTY | POINTER),
+        f(36, "os", Ty::Msg(270), Card::One, OMITEMPTY | POINTER),
         f(37, "hostUsers", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(38, "schedulingGates", Ty::Msg(270), Card::Rep, OMITEMPTY),
-        f(39, "resourceClaims", Ty::Msg(268), Card::Rep, OMITEMPTY),
-        f(40, "resources", Ty::Msg(303), Card::One, OMITEMPTY | POINTER),
+        f(38, "schedulingGates", Ty::Msg(276), Card::Rep, OMITEMPTY),
+        f(39, "resourceClaims", Ty::Msg(274), Card::Rep, OMITEMPTY),
+        f(40, "resources", Ty::Msg(309), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 274
+    // 280
     Message { name: "k8s.io.api.core.v1.PodStatus", special: Special::None, top_level: false, fields: &[
         f(1, "phase", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "conditions", Ty::Msg(257), Card::Rep, OMITEMPTY),
+        f(2, "conditions", Ty::Msg(263), Card::Rep, OMITEMPTY),
         f(3, "message", Ty::Str, Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "hostIP", Ty::Str, Card::One, OMITEMPTY),
         f(6, "podIP", Ty::Str, Card::One, OMITEMPTY),
-        f(7, "startTime", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
-        f(8, "containerStatuses", Ty::Msg(158), Card::Rep, OMITEMPTY),
+        f(7, "startTime", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
+        f(8, "containerStatuses", Ty::Msg(164), Card::Rep, OMITEMPTY),
         f(9, "qosClass", Ty::Str, Card::One, OMITEMPTY),
-        f(10, "initContainerStatuses", Ty::Msg(158), Card::Rep, OMITEMPTY),
+        f(10, "initContainerStatuses", Ty::Msg(164), Card::Rep, OMITEMPTY),
         f(11, "nominatedNodeName", Ty::Str, Card::One, OMITEMPTY),
-        f(12, "podIPs", Ty::Msg(261), Card::Rep, OMITEMPTY),
-        f(13, "ephemeralContainerStatuses", Ty::Msg(158), Card::Rep, OMITEMPTY),
+        f(12, "podIPs", Ty::Msg(267), Card::Rep, OMITEMPTY),
+        f(13, "ephemeralContainerStatuses", Ty::Msg(164), Card::Rep, OMITEMPTY),
         f(14, "resize", Ty::Str, Card::One, OMITEMPTY),
-        f(15, "resourceClaimStatuses", Ty::Msg(269), Card::Rep, OMITEMPTY),
-        f(16, "hostIPs", Ty::Msg(193), Card::Rep, OMITEMPTY),
+        f(15, "resourceClaimStatuses", Ty::Msg(275), Card::Rep, OMITEMPTY),
+        f(16, "hostIPs", Ty::Msg(199), Card::Rep, OMITEMPTY),
         f(17, "observedGeneration", Ty::I64, Card::One, OMITEMPTY),
     ] },
-    // 275
+    // 281
     Message { name: "k8s.io.api.core.v1.PodStatusResult", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "status", Ty::Msg(274), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "status", Ty::Msg(280), Card::One, OMITEMPTY),
     ] },
-    // 276
+    // 282
     Message { name: "k8s.io.api.core.v1.PodTemplate", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "template", Ty::Msg(278), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "template", Ty::Msg(284), Card::One, OMITEMPTY),
     ] },
-    // 277
+    // 283
     Message { name: "k8s.io.api.core.v1.PodTemplateList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(276), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(282), Card::Rep, 0),
     ] },
-    // 278
+    // 284
     Message { name: "k8s.io.api.core.v1.PodTemplateSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(273), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(279), Card::One, OMITEMPTY),
     ] },
-    // 279
+    // 285
     Message { name: "k8s.io.api.core.v1.PortStatus", special: Special::None, top_level: false, fields: &[
         f(1, "port", Ty::I32, Card::One, 0),
         f(2, "protocol", Ty::Str, Card::One, 0),
         f(3, "error", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 280
+    // 286
     Message { name: "k8s.io.api.core.v1.PortworxVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeID", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 281
+    // 287
     Message { name: "k8s.io.api.core.v1.Preconditions", special: Special::None, top_level: false, fields: &[
         f(1, "uid", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 282
+    // 288
     Message { name: "k8s.io.api.core.v1.PreferAvoidPodsEntry", special: Special::None, top_level: false, fields: &[
-        f(1, "podSignature", Ty::Msg(272), Card::One, 0),
-        f(2, "evictionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(1, "podSignature", Ty::Msg(278), Card::One, 0),
+        f(2, "evictionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(3, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(4, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 283
+    // 289
     Message { name: "k8s.io.api.core.v1.PreferredSchedulingTerm", special: Special::None, top_level: false, fields: &[
         f(1, "weight", Ty::I32, Card::One, 0),
-        f(2, "preference", Ty::Msg(232), Card::One, 0),
+        f(2, "preference", Ty::Msg(238), Card::One, 0),
     ] },
-    // 284
+    // 290
     Message { name: "k8s.io.api.core.v1.Probe", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(285), Card::One, INLINE),
+        f(1, "", Ty::Msg(291), Card::One, INLINE),
         f(2, "initialDelaySeconds", Ty::I32, Card::One, OMITEMPTY),
         f(3, "timeoutSeconds", Ty::I32, Card::One, OMITEMPTY),
         f(4, "periodSeconds", Ty::I32, Card::One, OMITEMPTY),
@@ -1991,19 +2031,19 @@ pub static MESSAGES: &[Message] = &[
         f(6, "failureThreshold", Ty::I32, Card::One, OMITEMPTY),
         f(7, "terminationGracePeriodSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 285
+    // 291
     Message { name: "k8s.io.api.core.v1.ProbeHandler", special: Special::None, top_level: false, fields: &[
-        f(1, "exec", Ty::Msg(180), Card::One, OMITEMPTY | POINTER),
-        f(2, "httpGet", Ty::Msg(190), Card::One, OMITEMPTY | POINTER),
-        f(3, "tcpSocket", Ty::Msg(334), Card::One, OMITEMPTY | POINTER),
-        f(4, "grpc", Ty::Msg(186), Card::One, OMITEMPTY | POINTER),
+        f(1, "exec", Ty::Msg(186), Card::One, OMITEMPTY | POINTER),
+        f(2, "httpGet", Ty::Msg(196), Card::One, OMITEMPTY | POINTER),
+        f(3, "tcpSocket", Ty::Msg(340), Card::One, OMITEMPTY | POINTER),
+        f(4, "grpc", Ty::Msg(192), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 286
+    // 292
     Message { name: "k8s.io.api.core.v1.ProjectedVolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "sources", Ty::Msg(347), Card::Rep, 0),
+        f(1, "sources", Ty::Msg(353), Card::Rep, 0),
         f(2, "defaultMode", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 287
+    // 293
     Message { name: "k8s.io.api.core.v1.QuobyteVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "registry", Ty::Str, Card::One, 0),
         f(2, "volume", Ty::Str, Card::One, 0),
@@ -2012,7 +2052,7 @@ pub static MESSAGES: &[Message] = &[
         f(5, "group", Ty::Str, Card::One, OMITEMPTY),
         f(6, "tenant", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 288
+    // 294
     Message { name: "k8s.io.api.core.v1.RBDPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "monitors", Ty::Str, Card::Rep, 0),
         f(2, "image", Ty::Str, Card::One, 0),
@@ -2020,10 +2060,10 @@ pub static MESSAGES: &[Message] = &[
         f(4, "pool", Ty::Str, Card::One, OMITEMPTY),
         f(5, "user", Ty::Str, Card::One, OMITEMPTY),
         f(6, "keyring", Ty::Str, Card::One, OMITEMPTY),
-        f(7, "secretRef", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(7, "secretRef", Ty::Msg(322), Card::One, OMITEMPTY | POINTER),
         f(8, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 289
+    // 295
     Message { name: "k8s.io.api.core.v1.RBDVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "monitors", Ty::Str, Card::Rep, 0),
         f(2, "image", Ty::Str, Card::One, 0),
@@ -2031,111 +2071,111 @@ pub static MESSAGES: &[Message] = &[
         f(4, "pool", Ty::Str, Card::One, OMITEMPTY),
         f(5, "user", Ty::Str, Card::One, OMITEMPTY),
         f(6, "keyring", Ty::Str, Card::One, OMITEMPTY),
-        f(7, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(7, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
         f(8, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 290
+    // 296
     Message { name: "k8s.io.api.core.v1.RangeAllocation", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "range", Ty::Str, Card::One, 0),
         f(3, "data", Ty::Bytes, Card::One, 0),
     ] },
-    // 291
+    // 297
     Message { name: "k8s.io.api.core.v1.ReplicationController", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(294), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(295), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(300), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(301), Card::One, OMITEMPTY),
     ] },
-    // 292
+    // 298
     Message { name: "k8s.io.api.core.v1.ReplicationControllerCondition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
-        f(3, "lastTransitionTime", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(3, "lastTransitionTime", Ty::Msg(484), Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(5, "message", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 293
+    // 299
     Message { name: "k8s.io.api.core.v1.ReplicationControllerList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(291), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(297), Card::Rep, 0),
     ] },
-    // 294
+    // 300
     Message { name: "k8s.io.api.core.v1.ReplicationControllerSpec", special: Special::None, top_level: false, fields: &[
         f(1, "replicas", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(2, "selector", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(3, "template", Ty::Msg(278), Card::One, OMITEMPTY | POINTER),
+        f(3, "template", Ty::Msg(284), Card::One, OMITEMPTY | POINTER),
         f(4, "minReadySeconds", Ty::I32, Card::One, OMITEMPTY),
     ] },
-    // 295
+    // 301
     Message { name: "k8s.io.api.core.v1.ReplicationControllerStatus", special: Special::None, top_level: false, fields: &[
         f(1, "replicas", Ty::I32, Card::One, 0),
         f(2, "fullyLabeledReplicas", Ty::I32, Card::One, OMITEMPTY),
         f(3, "observedGeneration", Ty::I64, Card::One, OMITEMPTY),
         f(4, "readyReplicas", Ty::I32, Card::One, OMITEMPTY),
         f(5, "availableReplicas", Ty::I32, Card::One, OMITEMPTY),
-        f(6, "conditions", Ty::Msg(292), Card::Rep, OMITEMPTY),
+        f(6, "conditions", Ty::Msg(298), Card::Rep, OMITEMPTY),
     ] },
-    // 296
+    // 302
     Message { name: "k8s.io.api.core.v1.ResourceClaim", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "request", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 297
+    // 303
     Message { name: "k8s.io.api.core.v1.ResourceFieldSelector", special: Special::None, top_level: false, fields: &[
         f(1, "containerName", Ty::Str, Card::One, OMITEMPTY),
         f(2, "resource", Ty::Str, Card::One, 0),
-        f(3, "divisor", Ty::Msg(437), Card::One, OMITEMPTY),
+        f(3, "divisor", Ty::Msg(443), Card::One, OMITEMPTY),
     ] },
-    // 298
+    // 304
     Message { name: "k8s.io.api.core.v1.ResourceHealth", special: Special::None, top_level: false, fields: &[
         f(1, "resourceID", Ty::Str, Card::One, 0),
         f(2, "health", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 299
+    // 305
     Message { name: "k8s.io.api.core.v1.ResourceQuota", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(301), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(302), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(307), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(308), Card::One, OMITEMPTY),
     ] },
-    // 300
+    // 306
     Message { name: "k8s.io.api.core.v1.ResourceQuotaList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(299), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(305), Card::Rep, 0),
     ] },
-    // 301
+    // 307
     Message { name: "k8s.io.api.core.v1.ResourceQuotaSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "hard", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(1, "hard", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
         f(2, "scopes", Ty::Str, Card::Rep, OMITEMPTY),
-        f(3, "scopeSelector", Ty::Msg(308), Card::One, OMITEMPTY | POINTER),
+        f(3, "scopeSelector", Ty::Msg(314), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 302
+    // 308
     Message { name: "k8s.io.api.core.v1.ResourceQuotaStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "hard", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "used", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(1, "hard", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "used", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
     ] },
-    // 303
+    // 309
     Message { name: "k8s.io.api.core.v1.ResourceRequirements", special: Special::None, top_level: false, fields: &[
-        f(1, "limits", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "requests", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(3, "claims", Ty::Msg(296), Card::Rep, OMITEMPTY),
+        f(1, "limits", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "requests", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(3, "claims", Ty::Msg(302), Card::Rep, OMITEMPTY),
     ] },
-    // 304
+    // 310
     Message { name: "k8s.io.api.core.v1.ResourceStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "resources", Ty::Msg(298), Card::Rep, OMITEMPTY),
+        f(2, "resources", Ty::Msg(304), Card::Rep, OMITEMPTY),
     ] },
-    // 305
+    // 311
     Message { name: "k8s.io.api.core.v1.SELinuxOptions", special: Special::None, top_level: false, fields: &[
         f(1, "user", Ty::Str, Card::One, OMITEMPTY),
         f(2, "role", Ty::Str, Card::One, OMITEMPTY),
         f(3, "type", Ty::Str, Card::One, OMITEMPTY),
         f(4, "level", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 306
+    // 312
     Message { name: "k8s.io.api.core.v1.ScaleIOPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "gateway", Ty::Str, Card::One, 0),
         f(2, "system", Ty::Str, Card::One, 0),
-        f(3, "secretRef", Ty::Msg(316), Card::One, POINTER),
+        f(3, "secretRef", Ty::Msg(322), Card::One, POINTER),
         f(4, "sslEnabled", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "protectionDomain", Ty::Str, Card::One, OMITEMPTY),
         f(6, "storagePool", Ty::Str, Card::One, OMITEMPTY),
@@ -2144,11 +2184,11 @@ pub static MESSAGES: &[Message] = &[
         f(9, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(10, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 307
+    // 313
     Message { name: "k8s.io.api.core.v1.ScaleIOVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "gateway", Ty::Str, Card::One, 0),
         f(2, "system", Ty::Str, Card::One, 0),
-        f(3, "secretRef", Ty::Msg(209), Card::One, POINTER),
+        f(3, "secretRef", Ty::Msg(215), Card::One, POINTER),
         f(4, "sslEnabled", Ty::Bool, Card::One, OMITEMPTY),
         f(5, "protectionDomain", Ty::Str, Card::One, OMITEMPTY),
         f(6, "storagePool", Ty::Str, Card::One, OMITEMPTY),
@@ -2157,127 +2197,127 @@ pub static MESSAGES: &[Message] = &[
         f(9, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(10, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
     ] },
-    // 308
+    // 314
     Message { name: "k8s.io.api.core.v1.ScopeSelector", special: Special::None, top_level: false, fields: &[
-        f(1, "matchExpressions", Ty::Msg(309), Card::Rep, OMITEMPTY),
+        f(1, "matchExpressions", Ty::Msg(315), Card::Rep, OMITEMPTY),
     ] },
-    // 309
+    // 315
     Message { name: "k8s.io.api.core.v1.ScopedResourceSelectorRequirement", special: Special::None, top_level: false, fields: &[
         f(1, "scopeName", Ty::Str, Card::One, 0),
         f(2, "operator", Ty::Str, Card::One, 0),
         f(3, "values", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 310
+    // 316
     Message { name: "k8s.io.api.core.v1.SeccompProfile", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "localhostProfile", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 311
+    // 317
     Message { name: "k8s.io.api.core.v1.Secret", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "data", Ty::Bytes, Card::Map(Ty::Str), OMITEMPTY),
         f(3, "type", Ty::Str, Card::One, OMITEMPTY),
         f(4, "stringData", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(5, "immutable", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 312
+    // 318
     Message { name: "k8s.io.api.core.v1.SecretEnvSource", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
         f(2, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 313
+    // 319
     Message { name: "k8s.io.api.core.v1.SecretKeySelector", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
         f(2, "key", Ty::Str, Card::One, 0),
         f(3, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 314
+    // 320
     Message { name: "k8s.io.api.core.v1.SecretList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(311), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(317), Card::Rep, 0),
     ] },
-    // 315
+    // 321
     Message { name: "k8s.io.api.core.v1.SecretProjection", special: Special::None, top_level: false, fields: &[
-        f(1, "", Ty::Msg(209), Card::One, INLINE),
-        f(2, "items", Ty::Msg(198), Card::Rep, OMITEMPTY),
+        f(1, "", Ty::Msg(215), Card::One, INLINE),
+        f(2, "items", Ty::Msg(204), Card::Rep, OMITEMPTY),
         f(4, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 316
+    // 322
     Message { name: "k8s.io.api.core.v1.SecretReference", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "namespace", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 317
+    // 323
     Message { name: "k8s.io.api.core.v1.SecretVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "secretName", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(198), Card::Rep, OMITEMPTY),
+        f(2, "items", Ty::Msg(204), Card::Rep, OMITEMPTY),
         f(3, "defaultMode", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(4, "optional", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 318
+    // 324
     Message { name: "k8s.io.api.core.v1.SecurityContext", special: Special::None, top_level: false, fields: &[
-        f(1, "capabilities", Ty::Msg(133), Card::One, OMITEMPTY | POINTER),
+        f(1, "capabilities", Ty::Msg(139), Card::One, OMITEMPTY | POINTER),
         f(2, "privileged", Ty::Bool, Card::One, OMITEMPTY | POINTER),
-        f(3, "seLinuxOptions", Ty::Msg(305), Card::One, OMITEMPTY | POINTER),
+        f(3, "seLinuxOptions", Ty::Msg(311), Card::One, OMITEMPTY | POINTER),
         f(4, "runAsUser", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(5, "runAsNonRoot", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(6, "readOnlyRootFilesystem", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(7, "allowPrivilegeEscalation", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(8, "runAsGroup", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(9, "procMount", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(10, "windowsOptions", Ty::Msg(352), Card::One, OMITEMPTY | POINTER),
-        f(11, "seccompProfile", Ty::Msg(310), Card::One, OMITEMPTY | POINTER),
-        f(12, "appArmorProfile", Ty::Msg(124), Card::One, OMITEMPTY | POINTER),
+        f(10, "windowsOptions", Ty::Msg(358), Card::One, OMITEMPTY | POINTER),
+        f(11, "seccompProfile", Ty::Msg(316), Card::One, OMITEMPTY | POINTER),
+        f(12, "appArmorProfile", Ty::Msg(130), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 319
+    // 325
     Message { name: "k8s.io.api.core.v1.SerializedReference", special: Special::None, top_level: true, fields: &[
-        f(1, "reference", Ty::Msg(238), Card::One, OMITEMPTY),
+        f(1, "reference", Ty::Msg(244), Card::One, OMITEMPTY),
     ] },
-    // 320
+    // 326
     Message { name: "k8s.io.api.core.v1.Service", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(327), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(328), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(333), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(334), Card::One, OMITEMPTY),
     ] },
-    // 321
+    // 327
     Message { name: "k8s.io.api.core.v1.ServiceAccount", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "secrets", Ty::Msg(238), Card::Rep, OMITEMPTY),
-        f(3, "imagePullSecrets", Ty::Msg(209), Card::Rep, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "secrets", Ty::Msg(244), Card::Rep, OMITEMPTY),
+        f(3, "imagePullSecrets", Ty::Msg(215), Card::Rep, OMITEMPTY),
         f(4, "automountServiceAccountToken", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 322
+    // 328
     Message { name: "k8s.io.api.core.v1.ServiceAccountList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(321), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(327), Card::Rep, 0),
     ] },
-    // 323
+    // 329
     Message { name: "k8s.io.api.core.v1.ServiceAccountTokenProjection", special: Special::None, top_level: false, fields: &[
         f(1, "audience", Ty::Str, Card::One, OMITEMPTY),
         f(2, "expirationSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(3, "path", Ty::Str, Card::One, 0),
     ] },
-    // 324
+    // 330
     Message { name: "k8s.io.api.core.v1.ServiceList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(320), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(326), Card::Rep, 0),
     ] },
-    // 325
+    // 331
     Message { name: "k8s.io.api.core.v1.ServicePort", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "protocol", Ty::Str, Card::One, OMITEMPTY),
         f(3, "port", Ty::I32, Card::One, 0),
-        f(4, "targetPort", Ty::Msg(487), Card::One, OMITEMPTY),
+        f(4, "targetPort", Ty::Msg(493), Card::One, OMITEMPTY),
         f(5, "nodePort", Ty::I32, Card::One, OMITEMPTY),
         f(6, "appProtocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 326
+    // 332
     Message { name: "k8s.io.api.core.v1.ServiceProxyOptions", special: Special::None, top_level: true, fields: &[
         f(1, "path", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 327
+    // 333
     Message { name: "k8s.io.api.core.v1.ServiceSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "ports", Ty::Msg(325), Card::Rep, OMITEMPTY),
+        f(1, "ports", Ty::Msg(331), Card::Rep, OMITEMPTY),
         f(2, "selector", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(3, "clusterIP", Ty::Str, Card::One, OMITEMPTY),
         f(4, "type", Ty::Str, Card::One, OMITEMPTY),
@@ -2289,7 +2329,7 @@ pub static MESSAGES: &[Message] = &[
         f(11, "externalTrafficPolicy", Ty::Str, Card::One, OMITEMPTY),
         f(12, "healthCheckNodePort", Ty::I32, Card::One, OMITEMPTY),
         f(13, "publishNotReadyAddresses", Ty::Bool, Card::One, OMITEMPTY),
-        f(14, "sessionAffinityConfig", Ty::Msg(329), Card::One, OMITEMPTY | POINTER),
+        f(14, "sessionAffinityConfig", Ty::Msg(335), Card::One, OMITEMPTY | POINTER),
         f(17, "ipFamilyPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(18, "clusterIPs", Ty::Str, Card::Rep, OMITEMPTY),
         f(19, "ipFamilies", Ty::Str, Card::Rep, OMITEMPTY),
@@ -2298,53 +2338,53 @@ pub static MESSAGES: &[Message] = &[
         f(22, "internalTrafficPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(23, "trafficDistribution", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 328
+    // 334
     Message { name: "k8s.io.api.core.v1.ServiceStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "loadBalancer", Ty::Msg(208), Card::One, OMITEMPTY),
-        f(2, "conditions", Ty::Msg(445), Card::Rep, OMITEMPTY),
+        f(1, "loadBalancer", Ty::Msg(214), Card::One, OMITEMPTY),
+        f(2, "conditions", Ty::Msg(451), Card::Rep, OMITEMPTY),
     ] },
-    // 329
+    // 335
     Message { name: "k8s.io.api.core.v1.SessionAffinityConfig", special: Special::None, top_level: false, fields: &[
-        f(1, "clientIP", Ty::Msg(138), Card::One, OMITEMPTY | POINTER),
+        f(1, "clientIP", Ty::Msg(144), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 330
+    // 336
     Message { name: "k8s.io.api.core.v1.SleepAction", special: Special::None, top_level: false, fields: &[
         f(1, "seconds", Ty::I64, Card::One, 0),
     ] },
-    // 331
+    // 337
     Message { name: "k8s.io.api.core.v1.StorageOSPersistentVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeName", Ty::Str, Card::One, OMITEMPTY),
         f(2, "volumeNamespace", Ty::Str, Card::One, OMITEMPTY),
         f(3, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
-        f(5, "secretRef", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(5, "secretRef", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 332
+    // 338
     Message { name: "k8s.io.api.core.v1.StorageOSVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumeName", Ty::Str, Card::One, OMITEMPTY),
         f(2, "volumeNamespace", Ty::Str, Card::One, OMITEMPTY),
         f(3, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(4, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
-        f(5, "secretRef", Ty::Msg(209), Card::One, OMITEMPTY | POINTER),
+        f(5, "secretRef", Ty::Msg(215), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 333
+    // 339
     Message { name: "k8s.io.api.core.v1.Sysctl", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "value", Ty::Str, Card::One, 0),
     ] },
-    // 334
+    // 340
     Message { name: "k8s.io.api.core.v1.TCPSocketAction", special: Special::None, top_level: false, fields: &[
-        f(1, "port", Ty::Msg(487), Card::One, 0),
+        f(1, "port", Ty::Msg(493), Card::One, 0),
         f(2, "host", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 335
+    // 341
     Message { name: "k8s.io.api.core.v1.Taint", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "value", Ty::Str, Card::One, OMITEMPTY),
         f(3, "effect", Ty::Str, Card::One, 0),
-        f(4, "timeAdded", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(4, "timeAdded", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 336
+    // 342
     Message { name: "k8s.io.api.core.v1.Toleration", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, OMITEMPTY),
         f(2, "operator", Ty::Str, Card::One, OMITEMPTY),
@@ -2352,50 +2392,50 @@ pub static MESSAGES: &[Message] = &[
         f(4, "effect", Ty::Str, Card::One, OMITEMPTY),
         f(5, "tolerationSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 337
+    // 343
     Message { name: "k8s.io.api.core.v1.TopologySelectorLabelRequirement", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "values", Ty::Str, Card::Rep, 0),
     ] },
-    // 338
+    // 344
     Message { name: "k8s.io.api.core.v1.TopologySelectorTerm", special: Special::None, top_level: false, fields: &[
-        f(1, "matchLabelExpressions", Ty::Msg(337), Card::Rep, OMITEMPTY),
+        f(1, "matchLabelExpressions", Ty::Msg(343), Card::Rep, OMITEMPTY),
     ] },
-    // 339
+    // 345
     Message { name: "k8s.io.api.core.v1.TopologySpreadConstraint", special: Special::None, top_level: false, fields: &[
         f(1, "maxSkew", Ty::I32, Card::One, 0),
         f(2, "topologyKey", Ty::Str, Card::One, 0),
         f(3, "whenUnsatisfiable", Ty::Str, Card::One, 0),
-        f(4, "labelSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(4, "labelSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(5, "minDomains", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(6, "nodeAffinityPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(7, "nodeTaintsPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(8, "matchLabelKeys", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 340
+    // 346
     Message { name: "k8s.io.api.core.v1.TypedLocalObjectReference", special: Special::None, top_level: false, fields: &[
         f(1, "apiGroup", Ty::Str, Card::One, POINTER),
         f(2, "kind", Ty::Str, Card::One, 0),
         f(3, "name", Ty::Str, Card::One, 0),
     ] },
-    // 341
+    // 347
     Message { name: "k8s.io.api.core.v1.TypedObjectReference", special: Special::None, top_level: false, fields: &[
         f(1, "apiGroup", Ty::Str, Card::One, POINTER),
         f(2, "kind", Ty::Str, Card::One, 0),
         f(3, "name", Ty::Str, Card::One, 0),
         f(4, "namespace", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 342
+    // 348
     Message { name: "k8s.io.api.core.v1.Volume", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "", Ty::Msg(349), Card::One, INLINE),
+        f(2, "", Ty::Msg(355), Card::One, INLINE),
     ] },
-    // 343
+    // 349
     Message { name: "k8s.io.api.core.v1.VolumeDevice", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "devicePath", Ty::Str, Card::One, 0),
     ] },
-    // 344
+    // 350
     Message { name: "k8s.io.api.core.v1.VolumeMount", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
@@ -2405,210 +2445,210 @@ pub static MESSAGES: &[Message] = &[
         f(6, "subPathExpr", Ty::Str, Card::One, OMITEMPTY),
         f(7, "recursiveReadOnly", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 345
+    // 351
     Message { name: "k8s.io.api.core.v1.VolumeMountStatus", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "mountPath", Ty::Str, Card::One, 0),
         f(3, "readOnly", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "recursiveReadOnly", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 346
+    // 352
     Message { name: "k8s.io.api.core.v1.VolumeNodeAffinity", special: Special::None, top_level: false, fields: &[
-        f(1, "required", Ty::Msg(230), Card::One, OMITEMPTY | POINTER),
+        f(1, "required", Ty::Msg(236), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 347
+    // 353
     Message { name: "k8s.io.api.core.v1.VolumeProjection", special: Special::None, top_level: false, fields: &[
-        f(1, "secret", Ty::Msg(315), Card::One, OMITEMPTY | POINTER),
-        f(2, "downwardAPI", Ty::Msg(161), Card::One, OMITEMPTY | POINTER),
-        f(3, "configMap", Ty::Msg(148), Card::One, OMITEMPTY | POINTER),
-        f(4, "serviceAccountToken", Ty::Msg(323), Card::One, OMITEMPTY | POINTER),
-        f(5, "clusterTrustBundle", Ty::Msg(139), Card::One, OMITEMPTY | POINTER),
+        f(1, "secret", Ty::Msg(321), Card::One, OMITEMPTY | POINTER),
+        f(2, "downwardAPI", Ty::Msg(167), Card::One, OMITEMPTY | POINTER),
+        f(3, "configMap", Ty::Msg(154), Card::One, OMITEMPTY | POINTER),
+        f(4, "serviceAccountToken", Ty::Msg(329), Card::One, OMITEMPTY | POINTER),
+        f(5, "clusterTrustBundle", Ty::Msg(145), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 348
+    // 354
     Message { name: "k8s.io.api.core.v1.VolumeResourceRequirements", special: Special::None, top_level: false, fields: &[
-        f(1, "limits", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "requests", Ty::Msg(437), Card::Map(Ty::Str), OMITEMPTY),
+        f(1, "limits", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "requests", Ty::Msg(443), Card::Map(Ty::Str), OMITEMPTY),
     ] },
-    // 349
+    // 355
     Message { name: "k8s.io.api.core.v1.VolumeSource", special: Special::None, top_level: false, fields: &[
-        f(1, "hostPath", Ty::Msg(194), Card::One, OMITEMPTY | POINTER),
-        f(2, "emptyDir", Ty::Msg(164), Card::One, OMITEMPTY | POINTER),
-        f(3, "gcePersistentDisk", Ty::Msg(185), Card::One, OMITEMPTY | POINTER),
-        f(4, "awsElasticBlockStore", Ty::Msg(122), Card::One, OMITEMPTY | POINTER),
-        f(5, "gitRepo", Ty::Msg(187), Card::One, OMITEMPTY | POINTER),
-        f(6, "secret", Ty::Msg(317), Card::One, OMITEMPTY | POINTER),
-        f(7, "nfs", Ty::Msg(212), Card::One, OMITEMPTY | POINTER),
-        f(8, "iscsi", Ty::Msg(196), Card::One, OMITEMPTY | POINTER),
-        f(9, "glusterfs", Ty::Msg(189), Card::One, OMITEMPTY | POINTER),
-        f(10, "persistentVolumeClaim", Ty::Msg(246), Card::One, OMITEMPTY | POINTER),
-        f(11, "rbd", Ty::Msg(289), Card::One, OMITEMPTY | POINTER),
-        f(12, "flexVolume", Ty::Msg(183), Card::One, OMITEMPTY | POINTER),
-        f(13, "cinder", Ty::Msg(137), Card::One, OMITEMPTY | POINTER),
-        f(14, "cephfs", Ty::Msg(135), Card::One, OMITEMPTY | POINTER),
-        f(15, "flocker", Ty::Msg(184), Card::One, OMITEMPTY | POINTER),
-        f(16, "downwardAPI", Ty::Msg(163), Card::One, OMITEMPTY | POINTER),
-        f(17, "fc", Ty::Msg(181), Card::One, OMITEMPTY | POINTER),
-        f(18, "azureFile", Ty::Msg(129), Card::One, OMITEMPTY | POINTER),
-        f(19, "configMap", Ty::Msg(149), Card::One, OMITEMPTY | POINTER),
-        f(20, "vsphereVolume", Ty::Msg(350), Card::One, OMITEMPTY | POINTER),
-        f(21, "quobyte", Ty::Msg(287), Card::One, OMITEMPTY | POINTER),
-        f(22, "azureDisk", Ty::Msg(127), Card::One, OMITEMPTY | POINTER),
-        f(23, "photonPersistentDisk", Ty::Msg(251), Card::One, OMITEMPTY | POINTER),
-        f(24, "portworxVolume", Ty::Msg(280), Card::One, OMITEMPTY | POINTER),
-        f(25, "scaleIO", Ty::Msg(307), Card::One, OMITEMPTY | POINTER),
-        f(26, "projected", Ty::Msg(286), Card::One, OMITEMPTY | POINTER),
-        f(27, "storageos", Ty::Msg(332), Card::One, OMITEMPTY | POINTER),
-        f(28, "csi", Ty::Msg(132), Card::One, OMITEMPTY | POINTER),
-        f(29, "ephemeral", Ty::Msg(175), Card::One, OMITEMPTY | POINTER),
-        f(30, "image", Ty::Msg(197), Card::One, OMITEMPTY | POINTER),
+        f(1, "hostPath", Ty::Msg(200), Card::One, OMITEMPTY | POINTER),
+        f(2, "emptyDir", Ty::Msg(170), Card::One, OMITEMPTY | POINTER),
+        f(3, "gcePersistentDisk", Ty::Msg(191), Card::One, OMITEMPTY | POINTER),
+        f(4, "awsElasticBlockStore", Ty::Msg(128), Card::One, OMITEMPTY | POINTER),
+        f(5, "gitRepo", Ty::Msg(193), Card::One, OMITEMPTY | POINTER),
+        f(6, "secret", Ty::Msg(323), Card::One, OMITEMPTY | POINTER),
+        f(7, "nfs", Ty::Msg(218), Card::One, OMITEMPTY | POINTER),
+        f(8, "iscsi", Ty::Msg(202), Card::One, OMITEMPTY | POINTER),
+        f(9, "glusterfs", Ty::Msg(195), Card::One, OMITEMPTY | POINTER),
+        f(10, "persistentVolumeClaim", Ty::Msg(252), Card::One, OMITEMPTY | POINTER),
+        f(11, "rbd", Ty::Msg(295), Card::One, OMITEMPTY | POINTER),
+        f(12, "flexVolume", Ty::Msg(189), Card::One, OMITEMPTY | POINTER),
+        f(13, "cinder", Ty::Msg(143), Card::One, OMITEMPTY | POINTER),
+        f(14, "cephfs", Ty::Msg(141), Card::One, OMITEMPTY | POINTER),
+        f(15, "flocker", Ty::Msg(190), Card::One, OMITEMPTY | POINTER),
+        f(16, "downwardAPI", Ty::Msg(169), Card::One, OMITEMPTY | POINTER),
+        f(17, "fc", Ty::Msg(187), Card::One, OMITEMPTY | POINTER),
+        f(18, "azureFile", Ty::Msg(135), Card::One, OMITEMPTY | POINTER),
+        f(19, "configMap", Ty::Msg(155), Card::One, OMITEMPTY | POINTER),
+        f(20, "vsphereVolume", Ty::Msg(356), Card::One, OMITEMPTY | POINTER),
+        f(21, "quobyte", Ty::Msg(293), Card::One, OMITEMPTY | POINTER),
+        f(22, "azureDisk", Ty::Msg(133), Card::One, OMITEMPTY | POINTER),
+        f(23, "photonPersistentDisk", Ty::Msg(257), Card::One, OMITEMPTY | POINTER),
+        f(24, "portworxVolume", Ty::Msg(286), Card::One, OMITEMPTY | POINTER),
+        f(25, "scaleIO", Ty::Msg(313), Card::One, OMITEMPTY | POINTER),
+        f(26, "projected", Ty::Msg(292), Card::One, OMITEMPTY | POINTER),
+        f(27, "storageos", Ty::Msg(338), Card::One, OMITEMPTY | POINTER),
+        f(28, "csi", Ty::Msg(138), Card::One, OMITEMPTY | POINTER),
+        f(29, "ephemeral", Ty::Msg(181), Card::One, OMITEMPTY | POINTER),
+        f(30, "image", Ty::Msg(203), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 350
+    // 356
     Message { name: "k8s.io.api.core.v1.VsphereVirtualDiskVolumeSource", special: Special::None, top_level: false, fields: &[
         f(1, "volumePath", Ty::Str, Card::One, 0),
         f(2, "fsType", Ty::Str, Card::One, OMITEMPTY),
         f(3, "storagePolicyName", Ty::Str, Card::One, OMITEMPTY),
         f(4, "storagePolicyID", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 351
+    // 357
     Message { name: "k8s.io.api.core.v1.WeightedPodAffinityTerm", special: Special::None, top_level: false, fields: &[
         f(1, "weight", Ty::I32, Card::One, 0),
-        f(2, "podAffinityTerm", Ty::Msg(254), Card::One, 0),
+        f(2, "podAffinityTerm", Ty::Msg(260), Card::One, 0),
     ] },
-    // 352
+    // 358
     Message { name: "k8s.io.api.core.v1.WindowsSecurityContextOptions", special: Special::None, top_level: false, fields: &[
         f(1, "gmsaCredentialSpecName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "gmsaCredentialSpec", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(3, "runAsUserName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(4, "hostProcess", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 353
+    // 359
     Message { name: "k8s.io.api.discovery.v1.Endpoint", special: Special::None, top_level: false, fields: &[
         f(1, "addresses", Ty::Str, Card::Rep, 0),
-        f(2, "conditions", Ty::Msg(354), Card::One, OMITEMPTY),
+        f(2, "conditions", Ty::Msg(360), Card::One, OMITEMPTY),
         f(3, "hostname", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(4, "targetRef", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(4, "targetRef", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
         f(5, "deprecatedTopology", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(6, "nodeName", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(7, "zone", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(8, "hints", Ty::Msg(355), Card::One, OMITEMPTY | POINTER),
+        f(8, "hints", Ty::Msg(361), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 354
+    // 360
     Message { name: "k8s.io.api.discovery.v1.EndpointConditions", special: Special::None, top_level: false, fields: &[
         f(1, "ready", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(2, "serving", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(3, "terminating", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 355
+    // 361
     Message { name: "k8s.io.api.discovery.v1.EndpointHints", special: Special::None, top_level: false, fields: &[
-        f(1, "forZones", Ty::Msg(360), Card::Rep, OMITEMPTY),
-        f(2, "forNodes", Ty::Msg(359), Card::Rep, OMITEMPTY),
+        f(1, "forZones", Ty::Msg(366), Card::Rep, OMITEMPTY),
+        f(2, "forNodes", Ty::Msg(365), Card::Rep, OMITEMPTY),
     ] },
-    // 356
+    // 362
     Message { name: "k8s.io.api.discovery.v1.EndpointPort", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "protocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(3, "port", Ty::I32, Card::One, OMITEMPTY | POINTER),
         f(4, "appProtocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 357
+    // 363
     Message { name: "k8s.io.api.discovery.v1.EndpointSlice", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "endpoints", Ty::Msg(353), Card::Rep, 0),
-        f(3, "ports", Ty::Msg(356), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "endpoints", Ty::Msg(359), Card::Rep, 0),
+        f(3, "ports", Ty::Msg(362), Card::Rep, 0),
         f(4, "addressType", Ty::Str, Card::One, 0),
     ] },
-    // 358
+    // 364
     Message { name: "k8s.io.api.discovery.v1.EndpointSliceList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(357), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(363), Card::Rep, 0),
     ] },
-    // 359
+    // 365
     Message { name: "k8s.io.api.discovery.v1.ForNode", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
     ] },
-    // 360
+    // 366
     Message { name: "k8s.io.api.discovery.v1.ForZone", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
     ] },
-    // 361
+    // 367
     Message { name: "k8s.io.api.events.v1.Event", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, 0),
-        f(2, "eventTime", Ty::Msg(464), Card::One, 0),
-        f(3, "series", Ty::Msg(363), Card::One, OMITEMPTY | POINTER),
+        f(1, "metadata", Ty::Msg(471), Card::One, 0),
+        f(2, "eventTime", Ty::Msg(470), Card::One, 0),
+        f(3, "series", Ty::Msg(369), Card::One, OMITEMPTY | POINTER),
         f(4, "reportingController", Ty::Str, Card::One, OMITEMPTY),
         f(5, "reportingInstance", Ty::Str, Card::One, OMITEMPTY),
         f(6, "action", Ty::Str, Card::One, OMITEMPTY),
         f(7, "reason", Ty::Str, Card::One, OMITEMPTY),
-        f(8, "regarding", Ty::Msg(238), Card::One, OMITEMPTY),
-        f(9, "related", Ty::Msg(238), Card::One, OMITEMPTY | POINTER),
+        f(8, "regarding", Ty::Msg(244), Card::One, OMITEMPTY),
+        f(9, "related", Ty::Msg(244), Card::One, OMITEMPTY | POINTER),
         f(10, "note", Ty::Str, Card::One, OMITEMPTY),
         f(11, "type", Ty::Str, Card::One, OMITEMPTY),
-        f(12, "deprecatedSource", Ty::Msg(179), Card::One, OMITEMPTY),
-        f(13, "deprecatedFirstTimestamp", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(14, "deprecatedLastTimestamp", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(12, "deprecatedSource", Ty::Msg(185), Card::One, OMITEMPTY),
+        f(13, "deprecatedFirstTimestamp", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(14, "deprecatedLastTimestamp", Ty::Msg(484), Card::One, OMITEMPTY),
         f(15, "deprecatedCount", Ty::I32, Card::One, OMITEMPTY),
     ] },
-    // 362
-    Message { name: "k8s.io.api.events.v1.EventList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(361), Card::Rep, 0),
-    ] },
-    // 363
-    Message { name: "k8s.io.api.events.v1.EventSeries", special: Special::None, top_level: false, fields: &[
-        f(1, "count", Ty::I32, Card::One, 0),
-        f(2, "lastObservedTime", Ty::Msg(464), Card::One, 0),
-    ] },
-    // 364
-    Message { name: "k8s.io.api.networking.v1.HTTPIngressPath", special: Special::None, top_level: false, fields: &[
-        f(1, "path", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "backend", Ty::Msg(371), Card::One, 0),
-        f(3, "pathType", Ty::Str, Card::One, POINTER),
-    ] },
-    // 365
-    Message { name: "k8s.io.api.networking.v1.HTTPIngressRuleValue", special: Special::None, top_level: false, fields: &[
-        f(1, "paths", Ty::Msg(364), Card::Rep, 0),
-    ] },
-    // 366
-    Message { name: "k8s.io.api.networking.v1.IPAddress", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(368), Card::One, OMITEMPTY),
-    ] },
-    // 367
-    Message { name: "k8s.io.api.networking.v1.IPAddressList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(366), Card::Rep, 0),
-    ] },
     // 368
-    Message { name: "k8s.io.api.networking.v1.IPAddressSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "parentRef", Ty::Msg(393), Card::One, OMITEMPTY | POINTER),
+    Message { name: "k8s.io.api.events.v1.EventList", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(367), Card::Rep, 0),
     ] },
     // 369
+    Message { name: "k8s.io.api.events.v1.EventSeries", special: Special::None, top_level: false, fields: &[
+        f(1, "count", Ty::I32, Card::One, 0),
+        f(2, "lastObservedTime", Ty::Msg(470), Card::One, 0),
+    ] },
+    // 370
+    Message { name: "k8s.io.api.networking.v1.HTTPIngressPath", special: Special::None, top_level: false, fields: &[
+        f(1, "path", Ty::Str, Card::One, OMITEMPTY),
+        f(2, "backend", Ty::Msg(377), Card::One, 0),
+        f(3, "pathType", Ty::Str, Card::One, POINTER),
+    ] },
+    // 371
+    Message { name: "k8s.io.api.networking.v1.HTTPIngressRuleValue", special: Special::None, top_level: false, fields: &[
+        f(1, "paths", Ty::Msg(370), Card::Rep, 0),
+    ] },
+    // 372
+    Message { name: "k8s.io.api.networking.v1.IPAddress", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(374), Card::One, OMITEMPTY),
+    ] },
+    // 373
+    Message { name: "k8s.io.api.networking.v1.IPAddressList", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(372), Card::Rep, 0),
+    ] },
+    // 374
+    Message { name: "k8s.io.api.networking.v1.IPAddressSpec", special: Special::None, top_level: false, fields: &[
+        f(1, "parentRef", Ty::Msg(399), Card::One, OMITEMPTY | POINTER),
+    ] },
+    // 375
     Message { name: "k8s.io.api.networking.v1.IPBlock", special: Special::None, top_level: false, fields: &[
         f(1, "cidr", Ty::Str, Card::One, 0),
         f(2, "except", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 370
+    // 376
     Message { name: "k8s.io.api.networking.v1.Ingress", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(383), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(384), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(389), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(390), Card::One, OMITEMPTY),
     ] },
-    // 371
+    // 377
     Message { name: "k8s.io.api.networking.v1.IngressBackend", special: Special::None, top_level: false, fields: &[
-        f(3, "resource", Ty::Msg(340), Card::One, OMITEMPTY | POINTER),
-        f(4, "service", Ty::Msg(382), Card::One, OMITEMPTY | POINTER),
+        f(3, "resource", Ty::Msg(346), Card::One, OMITEMPTY | POINTER),
+        f(4, "service", Ty::Msg(388), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 372
+    // 378
     Message { name: "k8s.io.api.networking.v1.IngressClass", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(375), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(381), Card::One, OMITEMPTY),
     ] },
-    // 373
+    // 379
     Message { name: "k8s.io.api.networking.v1.IngressClassList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(372), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(378), Card::Rep, 0),
     ] },
-    // 374
+    // 380
     Message { name: "k8s.io.api.networking.v1.IngressClassParametersReference", special: Special::None, top_level: false, fields: &[
         f(1, "apiGroup", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "kind", Ty::Str, Card::One, 0),
@@ -2616,192 +2656,192 @@ pub static MESSAGES: &[Message] = &[
         f(4, "scope", Ty::Str, Card::One, POINTER),
         f(5, "namespace", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 375
+    // 381
     Message { name: "k8s.io.api.networking.v1.IngressClassSpec", special: Special::None, top_level: false, fields: &[
         f(1, "controller", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "parameters", Ty::Msg(374), Card::One, OMITEMPTY | POINTER),
+        f(2, "parameters", Ty::Msg(380), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 376
+    // 382
     Message { name: "k8s.io.api.networking.v1.IngressList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(370), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(376), Card::Rep, 0),
     ] },
-    // 377
+    // 383
     Message { name: "k8s.io.api.networking.v1.IngressLoadBalancerIngress", special: Special::None, top_level: false, fields: &[
         f(1, "ip", Ty::Str, Card::One, OMITEMPTY),
         f(2, "hostname", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "ports", Ty::Msg(379), Card::Rep, OMITEMPTY),
+        f(4, "ports", Ty::Msg(385), Card::Rep, OMITEMPTY),
     ] },
-    // 378
+    // 384
     Message { name: "k8s.io.api.networking.v1.IngressLoadBalancerStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "ingress", Ty::Msg(377), Card::Rep, OMITEMPTY),
+        f(1, "ingress", Ty::Msg(383), Card::Rep, OMITEMPTY),
     ] },
-    // 379
+    // 385
     Message { name: "k8s.io.api.networking.v1.IngressPortStatus", special: Special::None, top_level: false, fields: &[
         f(1, "port", Ty::I32, Card::One, 0),
         f(2, "protocol", Ty::Str, Card::One, 0),
         f(3, "error", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 380
+    // 386
     Message { name: "k8s.io.api.networking.v1.IngressRule", special: Special::None, top_level: false, fields: &[
         f(1, "host", Ty::Str, Card::One, OMITEMPTY),
-        f(2, "", Ty::Msg(381), Card::One, INLINE),
+        f(2, "", Ty::Msg(387), Card::One, INLINE),
     ] },
-    // 381
+    // 387
     Message { name: "k8s.io.api.networking.v1.IngressRuleValue", special: Special::None, top_level: false, fields: &[
-        f(1, "http", Ty::Msg(365), Card::One, OMITEMPTY | POINTER),
+        f(1, "http", Ty::Msg(371), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 382
+    // 388
     Message { name: "k8s.io.api.networking.v1.IngressServiceBackend", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "port", Ty::Msg(394), Card::One, OMITEMPTY),
+        f(2, "port", Ty::Msg(400), Card::One, OMITEMPTY),
     ] },
-    // 383
+    // 389
     Message { name: "k8s.io.api.networking.v1.IngressSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "defaultBackend", Ty::Msg(371), Card::One, OMITEMPTY | POINTER),
-        f(2, "tls", Ty::Msg(385), Card::Rep, OMITEMPTY),
-        f(3, "rules", Ty::Msg(380), Card::Rep, OMITEMPTY),
+        f(1, "defaultBackend", Ty::Msg(377), Card::One, OMITEMPTY | POINTER),
+        f(2, "tls", Ty::Msg(391), Card::Rep, OMITEMPTY),
+        f(3, "rules", Ty::Msg(386), Card::Rep, OMITEMPTY),
         f(4, "ingressClassName", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 384
+    // 390
     Message { name: "k8s.io.api.networking.v1.IngressStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "loadBalancer", Ty::Msg(378), Card::One, OMITEMPTY),
+        f(1, "loadBalancer", Ty::Msg(384), Card::One, OMITEMPTY),
     ] },
-    // 385
+    // 391
     Message { name: "k8s.io.api.networking.v1.IngressTLS", special: Special::None, top_level: false, fields: &[
         f(1, "hosts", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "secretName", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 386
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicy", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(392), Card::One, OMITEMPTY),
-    ] },
-    // 387
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicyEgressRule", special: Special::None, top_level: false, fields: &[
-        f(1, "ports", Ty::Msg(391), Card::Rep, OMITEMPTY),
-        f(2, "to", Ty::Msg(390), Card::Rep, OMITEMPTY),
-    ] },
-    // 388
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicyIngressRule", special: Special::None, top_level: false, fields: &[
-        f(1, "ports", Ty::Msg(391), Card::Rep, OMITEMPTY),
-        f(2, "from", Ty::Msg(390), Card::Rep, OMITEMPTY),
-    ] },
-    // 389
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicyList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(386), Card::Rep, 0),
-    ] },
-    // 390
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicyPeer", special: Special::None, top_level: false, fields: &[
-        f(1, "podSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(2, "namespaceSelector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(3, "ipBlock", Ty::Msg(369), Card::One, OMITEMPTY | POINTER),
-    ] },
-    // 391
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicyPort", special: Special::None, top_level: false, fields: &[
-        f(1, "protocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(2, "port", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
-        f(3, "endPort", Ty::I32, Card::One, OMITEMPTY | POINTER),
-    ] },
     // 392
-    Message { name: "k8s.io.api.networking.v1.NetworkPolicySpec", special: Special::None, top_level: false, fields: &[
-        f(1, "podSelector", Ty::Msg(458), Card::One, 0),
-        f(2, "ingress", Ty::Msg(388), Card::Rep, OMITEMPTY),
-        f(3, "egress", Ty::Msg(387), Card::Rep, OMITEMPTY),
-        f(4, "policyTypes", Ty::Str, Card::Rep, OMITEMPTY),
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicy", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(398), Card::One, OMITEMPTY),
     ] },
     // 393
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicyEgressRule", special: Special::None, top_level: false, fields: &[
+        f(1, "ports", Ty::Msg(397), Card::Rep, OMITEMPTY),
+        f(2, "to", Ty::Msg(396), Card::Rep, OMITEMPTY),
+    ] },
+    // 394
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicyIngressRule", special: Special::None, top_level: false, fields: &[
+        f(1, "ports", Ty::Msg(397), Card::Rep, OMITEMPTY),
+        f(2, "from", Ty::Msg(396), Card::Rep, OMITEMPTY),
+    ] },
+    // 395
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicyList", special: Special::None, top_level: true, fields: &[
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(392), Card::Rep, 0),
+    ] },
+    // 396
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicyPeer", special: Special::None, top_level: false, fields: &[
+        f(1, "podSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(2, "namespaceSelector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(3, "ipBlock", Ty::Msg(375), Card::One, OMITEMPTY | POINTER),
+    ] },
+    // 397
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicyPort", special: Special::None, top_level: false, fields: &[
+        f(1, "protocol", Ty::Str, Card::One, OMITEMPTY | POINTER),
+        f(2, "port", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
+        f(3, "endPort", Ty::I32, Card::One, OMITEMPTY | POINTER),
+    ] },
+    // 398
+    Message { name: "k8s.io.api.networking.v1.NetworkPolicySpec", special: Special::None, top_level: false, fields: &[
+        f(1, "podSelector", Ty::Msg(464), Card::One, 0),
+        f(2, "ingress", Ty::Msg(394), Card::Rep, OMITEMPTY),
+        f(3, "egress", Ty::Msg(393), Card::Rep, OMITEMPTY),
+        f(4, "policyTypes", Ty::Str, Card::Rep, OMITEMPTY),
+    ] },
+    // 399
     Message { name: "k8s.io.api.networking.v1.ParentReference", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, OMITEMPTY),
         f(2, "resource", Ty::Str, Card::One, OMITEMPTY),
         f(3, "namespace", Ty::Str, Card::One, OMITEMPTY),
         f(4, "name", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 394
+    // 400
     Message { name: "k8s.io.api.networking.v1.ServiceBackendPort", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "number", Ty::I32, Card::One, OMITEMPTY),
     ] },
-    // 395
+    // 401
     Message { name: "k8s.io.api.networking.v1.ServiceCIDR", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(397), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(398), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(403), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(404), Card::One, OMITEMPTY),
     ] },
-    // 396
+    // 402
     Message { name: "k8s.io.api.networking.v1.ServiceCIDRList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(395), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(401), Card::Rep, 0),
     ] },
-    // 397
+    // 403
     Message { name: "k8s.io.api.networking.v1.ServiceCIDRSpec", special: Special::None, top_level: false, fields: &[
         f(1, "cidrs", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 398
+    // 404
     Message { name: "k8s.io.api.networking.v1.ServiceCIDRStatus", special: Special::None, top_level: false, fields: &[
-        f(1, "conditions", Ty::Msg(445), Card::Rep, OMITEMPTY),
+        f(1, "conditions", Ty::Msg(451), Card::Rep, OMITEMPTY),
     ] },
-    // 399
+    // 405
     Message { name: "k8s.io.api.policy.v1.Eviction", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "deleteOptions", Ty::Msg(447), Card::One, OMITEMPTY | POINTER),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "deleteOptions", Ty::Msg(453), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 400
+    // 406
     Message { name: "k8s.io.api.policy.v1.PodDisruptionBudget", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(402), Card::One, OMITEMPTY),
-        f(3, "status", Ty::Msg(403), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(408), Card::One, OMITEMPTY),
+        f(3, "status", Ty::Msg(409), Card::One, OMITEMPTY),
     ] },
-    // 401
+    // 407
     Message { name: "k8s.io.api.policy.v1.PodDisruptionBudgetList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(400), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(406), Card::Rep, 0),
     ] },
-    // 402
+    // 408
     Message { name: "k8s.io.api.policy.v1.PodDisruptionBudgetSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "minAvailable", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
-        f(2, "selector", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
-        f(3, "maxUnavailable", Ty::Msg(487), Card::One, OMITEMPTY | POINTER),
+        f(1, "minAvailable", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
+        f(2, "selector", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
+        f(3, "maxUnavailable", Ty::Msg(493), Card::One, OMITEMPTY | POINTER),
         f(4, "unhealthyPodEvictionPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 403
+    // 409
     Message { name: "k8s.io.api.policy.v1.PodDisruptionBudgetStatus", special: Special::None, top_level: false, fields: &[
         f(1, "observedGeneration", Ty::I64, Card::One, OMITEMPTY),
-        f(2, "disruptedPods", Ty::Msg(478), Card::Map(Ty::Str), OMITEMPTY),
+        f(2, "disruptedPods", Ty::Msg(484), Card::Map(Ty::Str), OMITEMPTY),
         f(3, "disruptionsAllowed", Ty::I32, Card::One, 0),
         f(4, "currentHealthy", Ty::I32, Card::One, 0),
         f(5, "desiredHealthy", Ty::I32, Card::One, 0),
         f(6, "expectedPods", Ty::I32, Card::One, 0),
-        f(7, "conditions", Ty::Msg(445), Card::Rep, OMITEMPTY),
+        f(7, "conditions", Ty::Msg(451), Card::Rep, OMITEMPTY),
     ] },
-    // 404
+    // 410
     Message { name: "k8s.io.api.rbac.v1.AggregationRule", special: Special::None, top_level: false, fields: &[
-        f(1, "clusterRoleSelectors", Ty::Msg(458), Card::Rep, OMITEMPTY),
+        f(1, "clusterRoleSelectors", Ty::Msg(464), Card::Rep, OMITEMPTY),
     ] },
-    // 405
+    // 411
     Message { name: "k8s.io.api.rbac.v1.ClusterRole", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "rules", Ty::Msg(409), Card::Rep, 0),
-        f(3, "aggregationRule", Ty::Msg(404), Card::One, OMITEMPTY | POINTER),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "rules", Ty::Msg(415), Card::Rep, 0),
+        f(3, "aggregationRule", Ty::Msg(410), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 406
+    // 412
     Message { name: "k8s.io.api.rbac.v1.ClusterRoleBinding", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "subjects", Ty::Msg(415), Card::Rep, OMITEMPTY),
-        f(3, "roleRef", Ty::Msg(414), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "subjects", Ty::Msg(421), Card::Rep, OMITEMPTY),
+        f(3, "roleRef", Ty::Msg(420), Card::One, 0),
     ] },
-    // 407
+    // 413
     Message { name: "k8s.io.api.rbac.v1.ClusterRoleBindingList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(406), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(412), Card::Rep, 0),
     ] },
-    // 408
+    // 414
     Message { name: "k8s.io.api.rbac.v1.ClusterRoleList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(405), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(411), Card::Rep, 0),
     ] },
-    // 409
+    // 415
     Message { name: "k8s.io.api.rbac.v1.PolicyRule", special: Special::None, top_level: false, fields: &[
         f(1, "verbs", Ty::Str, Card::Rep, 0),
         f(2, "apiGroups", Ty::Str, Card::Rep, OMITEMPTY),
@@ -2809,194 +2849,194 @@ pub static MESSAGES: &[Message] = &[
         f(4, "resourceNames", Ty::Str, Card::Rep, OMITEMPTY),
         f(5, "nonResourceURLs", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 410
+    // 416
     Message { name: "k8s.io.api.rbac.v1.Role", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "rules", Ty::Msg(409), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "rules", Ty::Msg(415), Card::Rep, 0),
     ] },
-    // 411
+    // 417
     Message { name: "k8s.io.api.rbac.v1.RoleBinding", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "subjects", Ty::Msg(415), Card::Rep, OMITEMPTY),
-        f(3, "roleRef", Ty::Msg(414), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "subjects", Ty::Msg(421), Card::Rep, OMITEMPTY),
+        f(3, "roleRef", Ty::Msg(420), Card::One, 0),
     ] },
-    // 412
+    // 418
     Message { name: "k8s.io.api.rbac.v1.RoleBindingList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(411), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(417), Card::Rep, 0),
     ] },
-    // 413
+    // 419
     Message { name: "k8s.io.api.rbac.v1.RoleList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(410), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(416), Card::Rep, 0),
     ] },
-    // 414
+    // 420
     Message { name: "k8s.io.api.rbac.v1.RoleRef", special: Special::None, top_level: false, fields: &[
         f(1, "apiGroup", Ty::Str, Card::One, 0),
         f(2, "kind", Ty::Str, Card::One, 0),
         f(3, "name", Ty::Str, Card::One, 0),
     ] },
-    // 415
+    // 421
     Message { name: "k8s.io.api.rbac.v1.Subject", special: Special::None, top_level: false, fields: &[
         f(1, "kind", Ty::Str, Card::One, 0),
         f(2, "apiGroup", Ty::Str, Card::One, OMITEMPTY),
         f(3, "name", Ty::Str, Card::One, 0),
         f(4, "namespace", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 416
+    // 422
     Message { name: "k8s.io.api.scheduling.v1.PriorityClass", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "value", Ty::I32, Card::One, 0),
         f(3, "globalDefault", Ty::Bool, Card::One, OMITEMPTY),
         f(4, "description", Ty::Str, Card::One, OMITEMPTY),
         f(5, "preemptionPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 417
+    // 423
     Message { name: "k8s.io.api.scheduling.v1.PriorityClassList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(416), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(422), Card::Rep, 0),
     ] },
-    // 418
+    // 424
     Message { name: "k8s.io.api.storage.v1.CSIDriver", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(420), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(426), Card::One, 0),
     ] },
-    // 419
+    // 425
     Message { name: "k8s.io.api.storage.v1.CSIDriverList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(418), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(424), Card::Rep, 0),
     ] },
-    // 420
+    // 426
     Message { name: "k8s.io.api.storage.v1.CSIDriverSpec", special: Special::None, top_level: false, fields: &[
         f(1, "attachRequired", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(2, "podInfoOnMount", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(3, "volumeLifecycleModes", Ty::Str, Card::Rep, OMITEMPTY),
         f(4, "storageCapacity", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(5, "fsGroupPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(6, "tokenRequests", Ty::Msg(429), Card::Rep, OMITEMPTY),
+        f(6, "tokenRequests", Ty::Msg(435), Card::Rep, OMITEMPTY),
         f(7, "requiresRepublish", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(8, "seLinuxMount", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(9, "nodeAllocatableUpdatePeriodSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 421
+    // 427
     Message { name: "k8s.io.api.storage.v1.CSINode", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(424), Card::One, 0),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(430), Card::One, 0),
     ] },
-    // 422
+    // 428
     Message { name: "k8s.io.api.storage.v1.CSINodeDriver", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "nodeID", Ty::Str, Card::One, 0),
         f(3, "topologyKeys", Ty::Str, Card::Rep, 0),
-        f(4, "allocatable", Ty::Msg(436), Card::One, OMITEMPTY | POINTER),
+        f(4, "allocatable", Ty::Msg(442), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 423
+    // 429
     Message { name: "k8s.io.api.storage.v1.CSINodeList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(421), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(427), Card::Rep, 0),
     ] },
-    // 424
+    // 430
     Message { name: "k8s.io.api.storage.v1.CSINodeSpec", special: Special::None, top_level: false, fields: &[
-        f(1, "drivers", Ty::Msg(422), Card::Rep, 0),
+        f(1, "drivers", Ty::Msg(428), Card::Rep, 0),
     ] },
-    // 425
+    // 431
     Message { name: "k8s.io.api.storage.v1.CSIStorageCapacity", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "nodeTopology", Ty::Msg(458), Card::One, OMITEMPTY | POINTER),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "nodeTopology", Ty::Msg(464), Card::One, OMITEMPTY | POINTER),
         f(3, "storageClassName", Ty::Str, Card::One, 0),
-        f(4, "capacity", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
-        f(5, "maximumVolumeSize", Ty::Msg(437), Card::One, OMITEMPTY | POINTER),
+        f(4, "capacity", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
+        f(5, "maximumVolumeSize", Ty::Msg(443), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 426
+    // 432
     Message { name: "k8s.io.api.storage.v1.CSIStorageCapacityList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(425), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(431), Card::Rep, 0),
     ] },
-    // 427
+    // 433
     Message { name: "k8s.io.api.storage.v1.StorageClass", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
         f(2, "provisioner", Ty::Str, Card::One, 0),
         f(3, "parameters", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(4, "reclaimPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(5, "mountOptions", Ty::Str, Card::Rep, OMITEMPTY),
         f(6, "allowVolumeExpansion", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(7, "volumeBindingMode", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(8, "allowedTopologies", Ty::Msg(338), Card::Rep, OMITEMPTY),
+        f(8, "allowedTopologies", Ty::Msg(344), Card::Rep, OMITEMPTY),
     ] },
-    // 428
+    // 434
     Message { name: "k8s.io.api.storage.v1.StorageClassList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(427), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(433), Card::Rep, 0),
     ] },
-    // 429
+    // 435
     Message { name: "k8s.io.api.storage.v1.TokenRequest", special: Special::None, top_level: false, fields: &[
         f(1, "audience", Ty::Str, Card::One, 0),
         f(2, "expirationSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 430
+    // 436
     Message { name: "k8s.io.api.storage.v1.VolumeAttachment", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
-        f(2, "spec", Ty::Msg(433), Card::One, 0),
-        f(3, "status", Ty::Msg(434), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
+        f(2, "spec", Ty::Msg(439), Card::One, 0),
+        f(3, "status", Ty::Msg(440), Card::One, OMITEMPTY),
     ] },
-    // 431
+    // 437
     Message { name: "k8s.io.api.storage.v1.VolumeAttachmentList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(430), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(436), Card::Rep, 0),
     ] },
-    // 432
+    // 438
     Message { name: "k8s.io.api.storage.v1.VolumeAttachmentSource", special: Special::None, top_level: false, fields: &[
         f(1, "persistentVolumeName", Ty::Str, Card::One, OMITEMPTY | POINTER),
-        f(2, "inlineVolumeSpec", Ty::Msg(249), Card::One, OMITEMPTY | POINTER),
+        f(2, "inlineVolumeSpec", Ty::Msg(255), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 433
+    // 439
     Message { name: "k8s.io.api.storage.v1.VolumeAttachmentSpec", special: Special::None, top_level: false, fields: &[
         f(1, "attacher", Ty::Str, Card::One, 0),
-        f(2, "source", Ty::Msg(432), Card::One, 0),
+        f(2, "source", Ty::Msg(438), Card::One, 0),
         f(3, "nodeName", Ty::Str, Card::One, 0),
     ] },
-    // 434
+    // 440
     Message { name: "k8s.io.api.storage.v1.VolumeAttachmentStatus", special: Special::None, top_level: false, fields: &[
         f(1, "attached", Ty::Bool, Card::One, 0),
         f(2, "attachmentMetadata", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(3, "attachError", Ty::Msg(435), Card::One, OMITEMPTY | POINTER),
-        f(4, "detachError", Ty::Msg(435), Card::One, OMITEMPTY | POINTER),
+        f(3, "attachError", Ty::Msg(441), Card::One, OMITEMPTY | POINTER),
+        f(4, "detachError", Ty::Msg(441), Card::One, OMITEMPTY | POINTER),
     ] },
-    // 435
+    // 441
     Message { name: "k8s.io.api.storage.v1.VolumeError", special: Special::None, top_level: false, fields: &[
-        f(1, "time", Ty::Msg(478), Card::One, OMITEMPTY),
+        f(1, "time", Ty::Msg(484), Card::One, OMITEMPTY),
         f(2, "message", Ty::Str, Card::One, OMITEMPTY),
         f(3, "errorCode", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 436
+    // 442
     Message { name: "k8s.io.api.storage.v1.VolumeNodeResources", special: Special::None, top_level: false, fields: &[
         f(1, "count", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 437
+    // 443
     Message { name: "k8s.io.apimachinery.pkg.api.resource.Quantity", special: Special::Quantity, top_level: false, fields: &[
         f(1, "string", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 438
+    // 444
     Message { name: "k8s.io.apimachinery.pkg.api.resource.QuantityValue", special: Special::None, top_level: false, fields: &[
         f(1, "string", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 439
+    // 445
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.APIGroup", special: Special::None, top_level: true, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
-        f(2, "versions", Ty::Msg(455), Card::Rep, 0),
-        f(3, "preferredVersion", Ty::Msg(455), Card::One, OMITEMPTY),
-        f(4, "serverAddressByClientCIDRs", Ty::Msg(473), Card::Rep, OMITEMPTY),
+        f(2, "versions", Ty::Msg(461), Card::Rep, 0),
+        f(3, "preferredVersion", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(4, "serverAddressByClientCIDRs", Ty::Msg(479), Card::Rep, OMITEMPTY),
     ] },
-    // 440
+    // 446
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.APIGroupList", special: Special::None, top_level: true, fields: &[
-        f(1, "groups", Ty::Msg(439), Card::Rep, 0),
+        f(1, "groups", Ty::Msg(445), Card::Rep, 0),
     ] },
-    // 441
+    // 447
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.APIResource", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, 0),
         f(2, "namespaced", Ty::Bool, Card::One, 0),
         f(3, "kind", Ty::Str, Card::One, 0),
-        f(4, "verbs", Ty::Msg(482), Card::One, 0),
+        f(4, "verbs", Ty::Msg(488), Card::One, 0),
         f(5, "shortNames", Ty::Str, Card::Rep, OMITEMPTY),
         f(6, "singularName", Ty::Str, Card::One, 0),
         f(7, "categories", Ty::Str, Card::Rep, OMITEMPTY),
@@ -3004,120 +3044,120 @@ pub static MESSAGES: &[Message] = &[
         f(9, "version", Ty::Str, Card::One, OMITEMPTY),
         f(10, "storageVersionHash", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 442
+    // 448
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.APIResourceList", special: Special::None, top_level: true, fields: &[
         f(1, "groupVersion", Ty::Str, Card::One, 0),
-        f(2, "resources", Ty::Msg(441), Card::Rep, 0),
+        f(2, "resources", Ty::Msg(447), Card::Rep, 0),
     ] },
-    // 443
+    // 449
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.APIVersions", special: Special::None, top_level: true, fields: &[
         f(1, "versions", Ty::Str, Card::Rep, 0),
-        f(2, "serverAddressByClientCIDRs", Ty::Msg(473), Card::Rep, 0),
+        f(2, "serverAddressByClientCIDRs", Ty::Msg(479), Card::Rep, 0),
     ] },
-    // 444
+    // 450
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ApplyOptions", special: Special::None, top_level: true, fields: &[
         f(1, "dryRun", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "force", Ty::Bool, Card::One, 0),
         f(3, "fieldManager", Ty::Str, Card::One, 0),
     ] },
-    // 445
+    // 451
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Condition", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
         f(2, "status", Ty::Str, Card::One, 0),
         f(3, "observedGeneration", Ty::I64, Card::One, OMITEMPTY),
-        f(4, "lastTransitionTime", Ty::Msg(478), Card::One, 0),
+        f(4, "lastTransitionTime", Ty::Msg(484), Card::One, 0),
         f(5, "reason", Ty::Str, Card::One, 0),
         f(6, "message", Ty::Str, Card::One, 0),
     ] },
-    // 446
+    // 452
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.CreateOptions", special: Special::None, top_level: true, fields: &[
         f(1, "dryRun", Ty::Str, Card::Rep, OMITEMPTY),
         f(3, "fieldManager", Ty::Str, Card::One, OMITEMPTY),
         f(4, "fieldValidation", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 447
+    // 453
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions", special: Special::None, top_level: true, fields: &[
         f(1, "gracePeriodSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
-        f(2, "preconditions", Ty::Msg(471), Card::One, OMITEMPTY | POINTER),
+        f(2, "preconditions", Ty::Msg(477), Card::One, OMITEMPTY | POINTER),
         f(3, "orphanDependents", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(4, "propagationPolicy", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(5, "dryRun", Ty::Str, Card::Rep, OMITEMPTY),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 448
+    // 454
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Duration", special: Special::None, top_level: false, fields: &[
         f(1, "duration", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 449
+    // 455
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "operator", Ty::Str, Card::One, 0),
         f(3, "values", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 450
+    // 456
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1", special: Special::RawJson, top_level: false, fields: &[
         f(1, "-", Ty::Bytes, Card::One, 0),
     ] },
-    // 451
+    // 457
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GetOptions", special: Special::None, top_level: true, fields: &[
         f(1, "resourceVersion", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 452
+    // 458
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupKind", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, 0),
         f(2, "kind", Ty::Str, Card::One, 0),
     ] },
-    // 453
+    // 459
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupResource", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, 0),
         f(2, "resource", Ty::Str, Card::One, 0),
     ] },
-    // 454
+    // 460
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupVersion", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, 0),
         f(2, "version", Ty::Str, Card::One, 0),
     ] },
-    // 455
+    // 461
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupVersionForDiscovery", special: Special::None, top_level: false, fields: &[
         f(1, "groupVersion", Ty::Str, Card::One, 0),
         f(2, "version", Ty::Str, Card::One, 0),
     ] },
-    // 456
+    // 462
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupVersionKind", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, 0),
         f(2, "version", Ty::Str, Card::One, 0),
         f(3, "kind", Ty::Str, Card::One, 0),
     ] },
-    // 457
+    // 463
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.GroupVersionResource", special: Special::None, top_level: false, fields: &[
         f(1, "group", Ty::Str, Card::One, 0),
         f(2, "version", Ty::Str, Card::One, 0),
         f(3, "resource", Ty::Str, Card::One, 0),
     ] },
-    // 458
+    // 464
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector", special: Special::None, top_level: false, fields: &[
         f(1, "matchLabels", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(2, "matchExpressions", Ty::Msg(459), Card::Rep, OMITEMPTY),
+        f(2, "matchExpressions", Ty::Msg(465), Card::Rep, OMITEMPTY),
     ] },
-    // 459
+    // 465
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement", special: Special::None, top_level: false, fields: &[
         f(1, "key", Ty::Str, Card::One, 0),
         f(2, "operator", Ty::Str, Card::One, 0),
         f(3, "values", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 460
+    // 466
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.List", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(484), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(490), Card::Rep, 0),
     ] },
-    // 461
+    // 467
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta", special: Special::None, top_level: false, fields: &[
         f(1, "selfLink", Ty::Str, Card::One, OMITEMPTY),
         f(2, "resourceVersion", Ty::Str, Card::One, OMITEMPTY),
         f(3, "continue", Ty::Str, Card::One, OMITEMPTY),
         f(4, "remainingItemCount", Ty::I64, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 462
+    // 468
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ListOptions", special: Special::None, top_level: true, fields: &[
         f(1, "labelSelector", Ty::Str, Card::One, OMITEMPTY),
         f(2, "fieldSelector", Ty::Str, Card::One, OMITEMPTY),
@@ -3130,22 +3170,22 @@ pub static MESSAGES: &[Message] = &[
         f(10, "resourceVersionMatch", Ty::Str, Card::One, OMITEMPTY),
         f(11, "sendInitialEvents", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 463
+    // 469
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry", special: Special::None, top_level: false, fields: &[
         f(1, "manager", Ty::Str, Card::One, OMITEMPTY),
         f(2, "operation", Ty::Str, Card::One, OMITEMPTY),
         f(3, "apiVersion", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "time", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(4, "time", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(6, "fieldsType", Ty::Str, Card::One, OMITEMPTY),
-        f(7, "fieldsV1", Ty::Msg(450), Card::One, OMITEMPTY | POINTER),
+        f(7, "fieldsV1", Ty::Msg(456), Card::One, OMITEMPTY | POINTER),
         f(8, "subresource", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 464
+    // 470
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime", special: Special::MicroTime, top_level: false, fields: &[
         f(1, "seconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(2, "nanos", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 465
+    // 471
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "generateName", Ty::Str, Card::One, OMITEMPTY),
@@ -3154,16 +3194,16 @@ pub static MESSAGES: &[Message] = &[
         f(5, "uid", Ty::Str, Card::One, OMITEMPTY),
         f(6, "resourceVersion", Ty::Str, Card::One, OMITEMPTY),
         f(7, "generation", Ty::I64, Card::One, OMITEMPTY),
-        f(8, "creationTimestamp", Ty::Msg(478), Card::One, OMITEMPTY),
-        f(9, "deletionTimestamp", Ty::Msg(478), Card::One, OMITEMPTY | POINTER),
+        f(8, "creationTimestamp", Ty::Msg(484), Card::One, OMITEMPTY),
+        f(9, "deletionTimestamp", Ty::Msg(484), Card::One, OMITEMPTY | POINTER),
         f(10, "deletionGracePeriodSeconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(11, "labels", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
         f(12, "annotations", Ty::Str, Card::Map(Ty::Str), OMITEMPTY),
-        f(13, "ownerReferences", Ty::Msg(466), Card::Rep, OMITEMPTY),
+        f(13, "ownerReferences", Ty::Msg(472), Card::Rep, OMITEMPTY),
         f(14, "finalizers", Ty::Str, Card::Rep, OMITEMPTY),
-        f(17, "managedFields", Ty::Msg(463), Card::Rep, OMITEMPTY),
+        f(17, "managedFields", Ty::Msg(469), Card::Rep, OMITEMPTY),
     ] },
-    // 466
+    // 472
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.OwnerReference", special: Special::None, top_level: false, fields: &[
         f(1, "kind", Ty::Str, Card::One, 0),
         f(3, "name", Ty::Str, Card::One, 0),
@@ -3172,114 +3212,114 @@ pub static MESSAGES: &[Message] = &[
         f(6, "controller", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(7, "blockOwnerDeletion", Ty::Bool, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 467
+    // 473
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(465), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(471), Card::One, OMITEMPTY),
     ] },
-    // 468
+    // 474
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
-        f(2, "items", Ty::Msg(467), Card::Rep, 0),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
+        f(2, "items", Ty::Msg(473), Card::Rep, 0),
     ] },
-    // 469
+    // 475
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Patch", special: Special::None, top_level: false, fields: &[
     ] },
-    // 470
+    // 476
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.PatchOptions", special: Special::None, top_level: true, fields: &[
         f(1, "dryRun", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "force", Ty::Bool, Card::One, OMITEMPTY | POINTER),
         f(3, "fieldManager", Ty::Str, Card::One, OMITEMPTY),
         f(4, "fieldValidation", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 471
+    // 477
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Preconditions", special: Special::None, top_level: false, fields: &[
         f(1, "uid", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(2, "resourceVersion", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 472
+    // 478
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.RootPaths", special: Special::None, top_level: false, fields: &[
         f(1, "paths", Ty::Str, Card::Rep, 0),
     ] },
-    // 473
+    // 479
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.ServerAddressByClientCIDR", special: Special::None, top_level: false, fields: &[
         f(1, "clientCIDR", Ty::Str, Card::One, 0),
         f(2, "serverAddress", Ty::Str, Card::One, 0),
     ] },
-    // 474
+    // 480
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Status", special: Special::None, top_level: true, fields: &[
-        f(1, "metadata", Ty::Msg(461), Card::One, OMITEMPTY),
+        f(1, "metadata", Ty::Msg(467), Card::One, OMITEMPTY),
         f(2, "status", Ty::Str, Card::One, OMITEMPTY),
         f(3, "message", Ty::Str, Card::One, OMITEMPTY),
         f(4, "reason", Ty::Str, Card::One, OMITEMPTY),
-        f(5, "details", Ty::Msg(476), Card::One, OMITEMPTY | POINTER),
+        f(5, "details", Ty::Msg(482), Card::One, OMITEMPTY | POINTER),
         f(6, "code", Ty::I32, Card::One, OMITEMPTY),
     ] },
-    // 475
+    // 481
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.StatusCause", special: Special::None, top_level: false, fields: &[
         f(1, "reason", Ty::Str, Card::One, OMITEMPTY),
         f(2, "message", Ty::Str, Card::One, OMITEMPTY),
         f(3, "field", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 476
+    // 482
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.StatusDetails", special: Special::None, top_level: false, fields: &[
         f(1, "name", Ty::Str, Card::One, OMITEMPTY),
         f(2, "group", Ty::Str, Card::One, OMITEMPTY),
         f(3, "kind", Ty::Str, Card::One, OMITEMPTY),
-        f(4, "causes", Ty::Msg(475), Card::Rep, OMITEMPTY),
+        f(4, "causes", Ty::Msg(481), Card::Rep, OMITEMPTY),
         f(5, "retryAfterSeconds", Ty::I32, Card::One, OMITEMPTY),
         f(6, "uid", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 477
+    // 483
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.TableOptions", special: Special::None, top_level: true, fields: &[
         f(1, "includeObject", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 478
+    // 484
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Time", special: Special::Time, top_level: false, fields: &[
         f(1, "seconds", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(2, "nanos", Ty::I32, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 479
+    // 485
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Timestamp", special: Special::None, top_level: false, fields: &[
         f(1, "seconds", Ty::I64, Card::One, 0),
         f(2, "nanos", Ty::I32, Card::One, 0),
     ] },
-    // 480
+    // 486
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.TypeMeta", special: Special::None, top_level: false, fields: &[
         f(1, "kind", Ty::Str, Card::One, OMITEMPTY),
         f(2, "apiVersion", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 481
+    // 487
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.UpdateOptions", special: Special::None, top_level: true, fields: &[
         f(1, "dryRun", Ty::Str, Card::Rep, OMITEMPTY),
         f(2, "fieldManager", Ty::Str, Card::One, OMITEMPTY),
         f(3, "fieldValidation", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 482
+    // 488
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.Verbs", special: Special::StringList, top_level: false, fields: &[
         f(1, "items", Ty::Str, Card::Rep, OMITEMPTY),
     ] },
-    // 483
+    // 489
     Message { name: "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent", special: Special::None, top_level: false, fields: &[
         f(1, "type", Ty::Str, Card::One, 0),
-        f(2, "object", Ty::Msg(484), Card::One, 0),
+        f(2, "object", Ty::Msg(490), Card::One, 0),
     ] },
-    // 484
+    // 490
     Message { name: "k8s.io.apimachinery.pkg.runtime.RawExtension", special: Special::RawJson, top_level: false, fields: &[
         f(1, "-", Ty::Bytes, Card::One, 0),
     ] },
-    // 485
+    // 491
     Message { name: "k8s.io.apimachinery.pkg.runtime.TypeMeta", special: Special::None, top_level: false, fields: &[
         f(1, "apiVersion", Ty::Str, Card::One, OMITEMPTY),
         f(2, "kind", Ty::Str, Card::One, OMITEMPTY),
     ] },
-    // 486
+    // 492
     Message { name: "k8s.io.apimachinery.pkg.runtime.Unknown", special: Special::None, top_level: true, fields: &[
-        f(1, "", Ty::Msg(485), Card::One, INLINE),
+        f(1, "", Ty::Msg(491), Card::One, INLINE),
         f(2, "-", Ty::Bytes, Card::One, 0),
         f(3, "contentEncoding", Ty::Str, Card::One, OMITEMPTY | POINTER),
         f(4, "contentType", Ty::Str, Card::One, OMITEMPTY | POINTER),
     ] },
-    // 487
+    // 493
     Message { name: "k8s.io.apimachinery.pkg.util.intstr.IntOrString", special: Special::IntOrString, top_level: false, fields: &[
         f(1, "type", Ty::I64, Card::One, OMITEMPTY | POINTER),
         f(2, "intVal", Ty::I32, Card::One, OMITEMPTY | POINTER),
@@ -3316,102 +3356,104 @@ pub static KINDS: &[(&str, &str, &str, u16)] = &[
     ("batch", "v1", "CronJobList", 103),
     ("batch", "v1", "Job", 106),
     ("batch", "v1", "JobList", 108),
-    ("coordination.k8s.io", "v1", "Lease", 119),
-    ("coordination.k8s.io", "v1", "LeaseList", 120),
-    ("", "v1", "Binding", 130),
-    ("", "v1", "ComponentStatus", 141),
-    ("", "v1", "ComponentStatusList", 142),
-    ("", "v1", "ConfigMap", 143),
-    ("", "v1", "ConfigMapList", 146),
-    ("", "v1", "Endpoints", 168),
-    ("", "v1", "EndpointsList", 169),
-    ("", "v1", "Event", 176),
-    ("", "v1", "EventList", 177),
-    ("", "v1", "LimitRange", 201),
-    ("", "v1", "LimitRangeList", 203),
-    ("", "v1", "Namespace", 213),
-    ("", "v1", "NamespaceList", 215),
-    ("", "v1", "Node", 218),
-    ("", "v1", "NodeList", 226),
-    ("", "v1", "NodeProxyOptions", 227),
-    ("", "v1", "PersistentVolume", 239),
-    ("", "v1", "PersistentVolumeClaim", 240),
-    ("", "v1", "PersistentVolumeClaimList", 242),
-    ("", "v1", "PersistentVolumeList", 247),
-    ("", "v1", "Pod", 252),
-    ("", "v1", "PodAttachOptions", 256),
-    ("", "v1", "PodExecOptions", 260),
-    ("", "v1", "PodList", 262),
-    ("", "v1", "PodLogOptions", 263),
-    ("", "v1", "PodPortForwardOptions", 265),
-    ("", "v1", "PodProxyOptions", 266),
-    ("", "v1", "PodStatusResult", 275),
-    ("", "v1", "PodTemplate", 276),
-    ("", "v1", "PodTemplateList", 277),
-    ("", "v1", "RangeAllocation", 290),
-    ("", "v1", "ReplicationController", 291),
-    ("", "v1", "ReplicationControllerList", 293),
-    ("", "v1", "ResourceQuota", 299),
-    ("", "v1", "ResourceQuotaList", 300),
-    ("", "v1", "Secret", 311),
-    ("", "v1", "SecretList", 314),
-    ("", "v1", "SerializedReference", 319),
-    ("", "v1", "Service", 320),
-    ("", "v1", "ServiceAccount", 321),
-    ("", "v1", "ServiceAccountList", 322),
-    ("", "v1", "ServiceList", 324),
-    ("", "v1", "ServiceProxyOptions", 326),
-    ("discovery.k8s.io", "v1", "EndpointSlice", 357),
-    ("discovery.k8s.io", "v1", "EndpointSliceList", 358),
-    ("events.k8s.io", "v1", "Event", 361),
-    ("events.k8s.io", "v1", "EventList", 362),
-    ("networking.k8s.io", "v1", "IPAddress", 366),
-    ("networking.k8s.io", "v1", "IPAddressList", 367),
-    ("networking.k8s.io", "v1", "Ingress", 370),
-    ("networking.k8s.io", "v1", "IngressClass", 372),
-    ("networking.k8s.io", "v1", "IngressClassList", 373),
-    ("networking.k8s.io", "v1", "IngressList", 376),
-    ("networking.k8s.io", "v1", "NetworkPolicy", 386),
-    ("networking.k8s.io", "v1", "NetworkPolicyList", 389),
-    ("networking.k8s.io", "v1", "ServiceCIDR", 395),
-    ("networking.k8s.io", "v1", "ServiceCIDRList", 396),
-    ("policy", "v1", "Eviction", 399),
-    ("policy", "v1", "PodDisruptionBudget", 400),
-    ("policy", "v1", "PodDisruptionBudgetList", 401),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRole", 405),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", 406),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBindingList", 407),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleList", 408),
-    ("rbac.authorization.k8s.io", "v1", "Role", 410),
-    ("rbac.authorization.k8s.io", "v1", "RoleBinding", 411),
-    ("rbac.authorization.k8s.io", "v1", "RoleBindingList", 412),
-    ("rbac.authorization.k8s.io", "v1", "RoleList", 413),
-    ("scheduling.k8s.io", "v1", "PriorityClass", 416),
-    ("scheduling.k8s.io", "v1", "PriorityClassList", 417),
-    ("storage.k8s.io", "v1", "CSIDriver", 418),
-    ("storage.k8s.io", "v1", "CSIDriverList", 419),
-    ("storage.k8s.io", "v1", "CSINode", 421),
-    ("storage.k8s.io", "v1", "CSINodeList", 423),
-    ("storage.k8s.io", "v1", "CSIStorageCapacity", 425),
-    ("storage.k8s.io", "v1", "CSIStorageCapacityList", 426),
-    ("storage.k8s.io", "v1", "StorageClass", 427),
-    ("storage.k8s.io", "v1", "StorageClassList", 428),
-    ("storage.k8s.io", "v1", "VolumeAttachment", 430),
-    ("storage.k8s.io", "v1", "VolumeAttachmentList", 431),
-    ("meta.k8s.io", "v1", "APIGroup", 439),
-    ("meta.k8s.io", "v1", "APIGroupList", 440),
-    ("meta.k8s.io", "v1", "APIResourceList", 442),
-    ("meta.k8s.io", "v1", "APIVersions", 443),
-    ("meta.k8s.io", "v1", "ApplyOptions", 444),
-    ("meta.k8s.io", "v1", "CreateOptions", 446),
-    ("meta.k8s.io", "v1", "DeleteOptions", 447),
-    ("meta.k8s.io", "v1", "GetOptions", 451),
-    ("meta.k8s.io", "v1", "List", 460),
-    ("meta.k8s.io", "v1", "ListOptions", 462),
-    ("meta.k8s.io", "v1", "PartialObjectMetadata", 467),
-    ("meta.k8s.io", "v1", "PartialObjectMetadataList", 468),
-    ("meta.k8s.io", "v1", "PatchOptions", 470),
-    ("meta.k8s.io", "v1", "Status", 474),
-    ("meta.k8s.io", "v1", "TableOptions", 477),
-    ("meta.k8s.io", "v1", "UpdateOptions", 481),
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest", 119),
+    ("certificates.k8s.io", "v1", "CertificateSigningRequestList", 121),
+    ("coordination.k8s.io", "v1", "Lease", 125),
+    ("coordination.k8s.io", "v1", "LeaseList", 126),
+    ("", "v1", "Binding", 136),
+    ("", "v1", "ComponentStatus", 147),
+    ("", "v1", "ComponentStatusList", 148),
+    ("", "v1", "ConfigMap", 149),
+    ("", "v1", "ConfigMapList", 152),
+    ("", "v1", "Endpoints", 174),
+    ("", "v1", "EndpointsList", 175),
+    ("", "v1", "Event", 182),
+    ("", "v1", "EventList", 183),
+    ("", "v1", "LimitRange", 207),
+    ("", "v1", "LimitRangeList", 209),
+    ("", "v1", "Namespace", 219),
+    ("", "v1", "NamespaceList", 221),
+    ("", "v1", "Node", 224),
+    ("", "v1", "NodeList", 232),
+    ("", "v1", "NodeProxyOptions", 233),
+    ("", "v1", "PersistentVolume", 245),
+    ("", "v1", "PersistentVolumeClaim", 246),
+    ("", "v1", "PersistentVolumeClaimList", 248),
+    ("", "v1", "PersistentVolumeList", 253),
+    ("", "v1", "Pod", 258),
+    ("", "v1", "PodAttachOptions", 262),
+    ("", "v1", "PodExecOptions", 266),
+    ("", "v1", "PodList", 268),
+    ("", "v1", "PodLogOptions", 269),
+    ("", "v1", "PodPortForwardOptions", 271),
+    ("", "v1", "PodProxyOptions", 272),
+    ("", "v1", "PodStatusResult", 281),
+    ("", "v1", "PodTemplate", 282),
+    ("", "v1", "PodTemplateList", 283),
+    ("", "v1", "RangeAllocation", 296),
+    ("", "v1", "ReplicationController", 297),
+    ("", "v1", "ReplicationControllerList", 299),
+    ("", "v1", "ResourceQuota", 305),
+    ("", "v1", "ResourceQuotaList", 306),
+    ("", "v1", "Secret", 317),
+    ("", "v1", "SecretList", 320),
+    ("", "v1", "SerializedReference", 325),
+    ("", "v1", "Service", 326),
+    ("", "v1", "ServiceAccount", 327),
+    ("", "v1", "ServiceAccountList", 328),
+    ("", "v1", "ServiceList", 330),
+    ("", "v1", "ServiceProxyOptions", 332),
+    ("discovery.k8s.io", "v1", "EndpointSlice", 363),
+    ("discovery.k8s.io", "v1", "EndpointSliceList", 364),
+    ("events.k8s.io", "v1", "Event", 367),
+    ("events.k8s.io", "v1", "EventList", 368),
+    ("networking.k8s.io", "v1", "IPAddress", 372),
+    ("networking.k8s.io", "v1", "IPAddressList", 373),
+    ("networking.k8s.io", "v1", "Ingress", 376),
+    ("networking.k8s.io", "v1", "IngressClass", 378),
+    ("networking.k8s.io", "v1", "IngressClassList", 379),
+    ("networking.k8s.io", "v1", "IngressList", 382),
+    ("networking.k8s.io", "v1", "NetworkPolicy", 392),
+    ("networking.k8s.io", "v1", "NetworkPolicyList", 395),
+    ("networking.k8s.io", "v1", "ServiceCIDR", 401),
+    ("networking.k8s.io", "v1", "ServiceCIDRList", 402),
+    ("policy", "v1", "Eviction", 405),
+    ("policy", "v1", "PodDisruptionBudget", 406),
+    ("policy", "v1", "PodDisruptionBudgetList", 407),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRole", 411),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", 412),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBindingList", 413),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleList", 414),
+    ("rbac.authorization.k8s.io", "v1", "Role", 416),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding", 417),
+    ("rbac.authorization.k8s.io", "v1", "RoleBindingList", 418),
+    ("rbac.authorization.k8s.io", "v1", "RoleList", 419),
+    ("scheduling.k8s.io", "v1", "PriorityClass", 422),
+    ("scheduling.k8s.io", "v1", "PriorityClassList", 423),
+    ("storage.k8s.io", "v1", "CSIDriver", 424),
+    ("storage.k8s.io", "v1", "CSIDriverList", 425),
+    ("storage.k8s.io", "v1", "CSINode", 427),
+    ("storage.k8s.io", "v1", "CSINodeList", 429),
+    ("storage.k8s.io", "v1", "CSIStorageCapacity", 431),
+    ("storage.k8s.io", "v1", "CSIStorageCapacityList", 432),
+    ("storage.k8s.io", "v1", "StorageClass", 433),
+    ("storage.k8s.io", "v1", "StorageClassList", 434),
+    ("storage.k8s.io", "v1", "VolumeAttachment", 436),
+    ("storage.k8s.io", "v1", "VolumeAttachmentList", 437),
+    ("meta.k8s.io", "v1", "APIGroup", 445),
+    ("meta.k8s.io", "v1", "APIGroupList", 446),
+    ("meta.k8s.io", "v1", "APIResourceList", 448),
+    ("meta.k8s.io", "v1", "APIVersions", 449),
+    ("meta.k8s.io", "v1", "ApplyOptions", 450),
+    ("meta.k8s.io", "v1", "CreateOptions", 452),
+    ("meta.k8s.io", "v1", "DeleteOptions", 453),
+    ("meta.k8s.io", "v1", "GetOptions", 457),
+    ("meta.k8s.io", "v1", "List", 466),
+    ("meta.k8s.io", "v1", "ListOptions", 468),
+    ("meta.k8s.io", "v1", "PartialObjectMetadata", 473),
+    ("meta.k8s.io", "v1", "PartialObjectMetadataList", 474),
+    ("meta.k8s.io", "v1", "PatchOptions", 476),
+    ("meta.k8s.io", "v1", "Status", 480),
+    ("meta.k8s.io", "v1", "TableOptions", 483),
+    ("meta.k8s.io", "v1", "UpdateOptions", 487),
 ];
