@@ -139,7 +139,7 @@ impl Authenticator {
                 return Err(Refused(format!("[invalid bearer token, {e}]")));
             }
         };
-        still_valid(rest, &verified)
+        still_valid(rest, &verified, token)
             .map_err(|why| Refused(format!("[invalid bearer token, {why}]")))?;
         Ok(verified.user)
     }
@@ -159,7 +159,7 @@ fn bearer(header: &str) -> Option<&str> {
 /// is bound to must still exist, with the uids the token names (upstream's
 /// `validator.Validate` with its getters), and a legacy token's Secret must
 /// still hold it.
-fn still_valid(rest: &Rest, v: &Verified) -> Result<(), String> {
+fn still_valid(rest: &Rest, v: &Verified, token: &str) -> Result<(), String> {
     let ns = v.namespace.as_str();
     let sa =
         cached(rest, "serviceaccounts", Some(ns), &v.sa_name).filter(|o| !objects::is_deleting(o));
@@ -180,6 +180,16 @@ fn still_valid(rest: &Rest, v: &Verified) -> Result<(), String> {
             .ok_or_else(|| format!("secrets \"{secret}\" not found"))?;
         if objects::is_deleting(&s) {
             return Err(format!("secrets \"{secret}\" is being deleted"));
+        }
+        // The Secret must still hold this very token (upstream's legacy
+        // validator compares them): editing or emptying it revokes the token.
+        use base64::Engine;
+        let held = s
+            .pointer("/data/token")
+            .and_then(Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+        if held.as_deref() != Some(token.as_bytes()) {
+            return Err("token does not match the Secret's token".into());
         }
     }
     if let Some(b) = &v.bound {

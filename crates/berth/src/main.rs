@@ -343,6 +343,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         // The CA the API server's PKI wrote (published as kube-root-ca.crt).
         let controllers = berth_controllers::Config {
             root_ca_file: args.data_dir.join("tls").join("server-ca.crt"),
+            service_account_key_dir: args.data_dir.join("tls"),
         };
         let component = start_component(
             &kubeconfig,

@@ -19,6 +19,7 @@ pub mod podutil;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
+pub mod serviceaccounttoken;
 pub mod statefulset;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,32 @@ pub struct Config {
     /// `kube-root-ca.crt` (upstream's `--root-ca-file`):
     /// `<data-dir>/tls/server-ca.crt` for `berth server`.
     pub root_ca_file: PathBuf,
+    /// The folder of the ServiceAccount signing key (`service-account.key`,
+    /// upstream's `--service-account-private-key-file`): legacy token Secrets
+    /// are signed with it. `<data-dir>/tls` for `berth server`.
+    pub service_account_key_dir: PathBuf,
+}
+
+/// Runs the legacy token Secret controller once its key and CA are read.
+async fn run_token_controller(client: kube::Client, key_dir: PathBuf, ca_file: PathBuf) {
+    // The key's issuer name is only used for bound tokens, never signed here.
+    let issuer = match berth_authn::serviceaccount::Issuer::load_or_create(
+        &key_dir,
+        "https://kubernetes.default.svc.cluster.local",
+        Vec::new(),
+    ) {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::error!(dir = %key_dir.display(), error = %e, "loading the service account key: legacy token Secrets are not populated");
+            return;
+        }
+    };
+    match std::fs::read_to_string(&ca_file) {
+        Ok(ca) => serviceaccounttoken::run(client, issuer, ca).await,
+        Err(e) => {
+            tracing::error!(file = %ca_file.display(), error = %e, "reading the root CA: legacy token Secrets are not populated")
+        }
+    }
 }
 
 /// Runs the root CA publisher once its CA is read; without it the other
@@ -56,6 +83,11 @@ async fn run_root_ca_publisher(client: kube::Client, file: PathBuf) {
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client, config: Config) {
     tokio::join!(
+        run_token_controller(
+            client.clone(),
+            config.service_account_key_dir,
+            config.root_ca_file.clone()
+        ),
         run_root_ca_publisher(client.clone(), config.root_ca_file),
         clusterroleaggregation::run(client.clone()),
         namespace::run(client.clone()),
