@@ -9,6 +9,7 @@ pub mod alloc;
 pub mod authentication;
 pub mod authorization;
 pub mod bootstrap;
+pub mod csr;
 pub mod decode;
 pub mod discovery;
 pub mod metrics;

@@ -509,8 +509,9 @@ impl Rest {
             dry_run,
         };
         self.admission.admit(self, &attrs, &mut obj).await?;
-        strategy::prepare_for_create(rt, &mut obj);
+        strategy::prepare_for_create(rt, &mut obj, q.user.as_ref());
         self.validate(rt, &obj, None)?;
+        self.invalid_if_any(rt, &obj, strategy::validate(rt, None, &obj, None))?;
         managed.record(rt, None, &mut obj)?;
         crate::rbac::confirm_no_escalation(self, &attrs, &obj)?;
         self.admission.validate(self, &attrs, Some(&obj)).await?;
@@ -864,6 +865,7 @@ impl Rest {
             Some("ephemeralcontainers") if rp.rt.kind == "Pod" => UpdateScope::EphemeralContainers,
             Some("resize") => UpdateScope::Main,
             Some("finalize") if rp.rt.kind == "Namespace" => UpdateScope::Finalize,
+            Some("approval") if crate::csr::is_csr(rp.rt) => UpdateScope::Approval,
             Some(_) => return Err(ApiError::method_not_allowed()),
         };
         let rt = rp.rt;
@@ -939,6 +941,8 @@ impl Rest {
             self.invalid_if_any(rt, &new, errs)?;
         } else {
             self.validate(rt, &new, Some(&cur))?;
+            let errs = strategy::validate(rt, Some(scope), &new, Some(&cur));
+            self.invalid_if_any(rt, &new, errs)?;
         }
         opts.managed.record(rt, Some(&cur), &mut new)?;
         crate::rbac::confirm_no_escalation(self, &attrs, &new)?;

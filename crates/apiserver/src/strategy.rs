@@ -3,6 +3,8 @@
 //! an object each endpoint may change, and how deletion is graceful.
 
 use berth_api::registry::ResourceType;
+use berth_api::user::UserInfo;
+use berth_api::validation::FieldError;
 use serde_json::{Value, json};
 
 use crate::objects;
@@ -10,10 +12,14 @@ use crate::objects;
 /// Create-time rules: upstream's strategy mutations (status reset, generation 1,
 /// namespace finalizer, job selector) from `berth_api::defaults`, then the
 /// server-owned namespace name label.
-pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
+/// `user` is the requester (a CertificateSigningRequest records it).
+pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value, user: Option<&UserInfo>) {
     berth_api::defaults::prepare_for_create(rt.group, rt.kind, obj);
     if rt.kind == "Namespace" {
         namespace_name_label(obj);
+    }
+    if crate::csr::is_csr(rt) {
+        crate::csr::prepare_for_create(obj, user);
     }
 }
 
@@ -28,6 +34,8 @@ pub enum UpdateScope {
     Finalize,
     /// `pods/<name>/ephemeralcontainers`: only `spec.ephemeralContainers`.
     EphemeralContainers,
+    /// `certificatesigningrequests/<name>/approval`: only `status.conditions`.
+    Approval,
 }
 
 impl UpdateScope {
@@ -38,6 +46,7 @@ impl UpdateScope {
             UpdateScope::Status => Some("status"),
             UpdateScope::Finalize => Some("finalize"),
             UpdateScope::EphemeralContainers => Some("ephemeralcontainers"),
+            UpdateScope::Approval => Some("approval"),
         }
     }
 }
@@ -88,6 +97,11 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
         }
         UpdateScope::Finalize => keep_only_spec_field(new, old, "finalizers"),
         UpdateScope::EphemeralContainers => keep_only_spec_field(new, old, "ephemeralContainers"),
+        // Only a CertificateSigningRequest has it; its rules follow.
+        UpdateScope::Approval => {}
+    }
+    if crate::csr::is_csr(rt) {
+        crate::csr::prepare_for_update(scope, new, old, &objects::now_rfc3339());
     }
     if rt.kind == "Namespace" {
         namespace_name_label(new);
@@ -100,6 +114,20 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             new["status"]["qosClass"] = q;
         }
     }
+}
+
+/// Kind-specific validation beyond `berth_api::validation` (`scope` is `None`
+/// on create, `old` the stored object on update).
+pub fn validate(
+    rt: &ResourceType,
+    scope: Option<UpdateScope>,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Vec<FieldError> {
+    if crate::csr::is_csr(rt) {
+        return crate::csr::validate(obj, old, scope);
+    }
+    Vec::new()
 }
 
 /// A subresource that may change one spec field: `old` with `new`'s value of
