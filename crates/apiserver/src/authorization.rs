@@ -235,14 +235,8 @@ pub fn attributes(user: &UserInfo, method: &Method, path: &str, watch_param: boo
         _ => Attributes {
             user: user.clone(),
             verb: path_verb(method),
-            namespace: String::new(),
-            api_group: String::new(),
-            api_version: String::new(),
-            resource: String::new(),
-            subresource: String::new(),
-            name: String::new(),
-            resource_request: false,
             path: path.into(),
+            ..Default::default()
         },
     }
 }
@@ -261,12 +255,11 @@ fn impersonate_attrs(
         verb: "impersonate".into(),
         namespace: namespace.into(),
         api_group: group.into(),
-        api_version: String::new(),
         resource: resource.into(),
         subresource: subresource.into(),
         name: name.into(),
         resource_request: true,
-        path: String::new(),
+        ..Default::default()
     }
 }
 

@@ -14,6 +14,18 @@ pub fn prefix(rt: &ResourceType) -> String {
     format!("/registry/{}/", rt.storage_group_resource())
 }
 
+/// The strings of a JSON array (non-strings skipped); empty when absent.
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// `/registry/<group-resource>/<ns>/` for namespaced lists.
 pub fn list_prefix(rt: &ResourceType, namespace: Option<&str>) -> String {
     match namespace {

@@ -20,12 +20,10 @@ fn check_attrs(user: &UserInfo, verb: &str, resource: &str, ns: &str, name: &str
         verb: verb.into(),
         namespace: ns.into(),
         api_group: "rbac.authorization.k8s.io".into(),
-        api_version: String::new(),
         resource: resource.into(),
-        subresource: String::new(),
         name: name.into(),
         resource_request: true,
-        path: String::new(),
+        ..Default::default()
     }
 }
 

@@ -84,16 +84,7 @@ pub fn user_info(u: &UserInfo) -> Value {
 
 /// The user a SubjectAccessReview asks about.
 fn subject(spec: &Value) -> UserInfo {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = crate::objects::strings;
     let extra: BTreeMap<String, Vec<String>> = spec
         .get("extra")
         .and_then(Value::as_object)
@@ -187,14 +178,8 @@ fn access_attributes(
             Ok(Attributes {
                 user,
                 verb: s(n, "verb"),
-                namespace: String::new(),
-                api_group: String::new(),
-                api_version: String::new(),
-                resource: String::new(),
-                subresource: String::new(),
-                name: String::new(),
-                resource_request: false,
                 path: s(n, "path"),
+                ..Default::default()
             })
         }
     }
@@ -258,16 +243,7 @@ fn rules_status(state: &State, user: &UserInfo, ns: &str) -> Value {
 
 async fn token_review(state: &State, spec: &Value) -> ApiResult<Value> {
     let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
-    let audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let audiences: Vec<String> = crate::objects::strings(spec.get("audiences"));
     if token.is_empty() {
         return Ok(json!({"user": {}, "error": "token is required"}));
     }

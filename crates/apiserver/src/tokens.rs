@@ -96,16 +96,7 @@ pub async fn request(
             "may not specify a duration larger than 2^32 seconds",
         ));
     }
-    let mut audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut audiences: Vec<String> = crate::objects::strings(spec.get("audiences"));
     if audiences.is_empty() {
         audiences = state.authenticator.issuer.api_audiences().to_vec();
     }
