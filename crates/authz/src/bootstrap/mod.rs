@@ -5,8 +5,11 @@
 //! The content is upstream's default (feature-gated rules left out), as its
 //! generated `testdata/*.yaml` shows it: `policy.rs` is `policy.go`,
 //! `controller_policy.rs` is `controller_policy.go` (only the controllers Berth
-//! runs), `namespace_policy.rs` is `namespace_policy.go`.
+//! runs), `namespace_policy.rs` is `namespace_policy.go`; `agent_policy.rs`
+//! holds Berth's additions for nodes joining with bootstrap tokens (kubeadm's
+//! TLS-bootstrap bindings, the ingress controller's role).
 
+pub mod agent_policy;
 mod builder;
 mod controller_policy;
 mod namespace_policy;
@@ -26,19 +29,22 @@ pub const AGGREGATE_TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit
 pub const AGGREGATE_TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
 
 /// Upstream's bootstrap ClusterRoles: `policy.go`'s and the `system:controller:*`
-/// roles of the controllers Berth runs. `admin`, `edit` and `view` have only
+/// roles of the controllers Berth runs, then Berth's agent roles. `admin`, `edit` and `view` have only
 /// their aggregationRule; the aggregation controller fills their rules.
 pub fn cluster_roles() -> Vec<ClusterRole> {
     let mut roles = policy::cluster_roles();
     roles.extend(controller_policy::controller_roles());
+    roles.extend(agent_policy::cluster_roles());
     roles
 }
 
 /// Upstream's bootstrap ClusterRoleBindings, including one per controller role to
-/// the controller's ServiceAccount in kube-system.
+/// the controller's ServiceAccount in kube-system, then kubeadm's TLS-bootstrap
+/// bindings and the ingress controller's (`agent_policy`).
 pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
     let mut bindings = policy::cluster_role_bindings();
     bindings.extend(controller_policy::controller_role_bindings());
+    bindings.extend(agent_policy::cluster_role_bindings());
     bindings
 }
 

@@ -1,0 +1,237 @@
+//! Berth's additions for nodes that join with a bootstrap token (`berth agent
+//! --token <id>.<secret>`): not upstream's default policy, which binds none of
+//! the bootstrap roles, but what kubeadm creates at `kubeadm init` (and k3s
+//! at start) so that TLS bootstrapping works out of the box, plus the role of
+//! Berth's node-local ingress controller.
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef};
+
+use super::builder::*;
+
+/// The group of every bootstrap token's user.
+pub const BOOTSTRAPPERS_GROUP: &str = "system:bootstrappers";
+/// The group of every node's user.
+pub const NODES_GROUP: &str = "system:nodes";
+/// The user the service proxy runs as on a joined node (upstream's
+/// `system:node-proxier` binding names it).
+pub const KUBE_PROXY_USER: &str = "system:kube-proxy";
+/// The user Berth's ingress controller runs as on a joined node, and its role.
+pub const INGRESS_USER: &str = "system:berth-ingress";
+pub const INGRESS_ROLE: &str = "system:berth-ingress";
+
+const NODE_BOOTSTRAPPER: &str = "system:node-bootstrapper";
+const NODE_CLIENT: &str = "system:certificates.k8s.io:certificatesigningrequests:nodeclient";
+const SELF_NODE_CLIENT: &str =
+    "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient";
+
+/// What the ingress controller reads and writes (`crates/ingress`): the
+/// Ingresses of its classes and their backends, TLS Secrets, the Nodes whose
+/// addresses make `status.loadBalancer`, the annotation on its own Node (RBAC
+/// cannot say "its own": any Node may be patched), Ingress status and events.
+fn ingress_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        rule(READ)
+            .groups(&[NETWORKING])
+            .resources(&["ingresses", "ingressclasses"])
+            .build(),
+        rule(&["update", "patch"])
+            .groups(&[NETWORKING])
+            .resources(&["ingresses/status"])
+            .build(),
+        rule(READ)
+            .groups(&[LEGACY])
+            .resources(&["services", "secrets", "nodes"])
+            .build(),
+        rule(&["patch"])
+            .groups(&[LEGACY])
+            .resources(&["nodes"])
+            .build(),
+        rule(READ)
+            .groups(&[DISCOVERY])
+            .resources(&["endpointslices"])
+            .build(),
+        events_rule(),
+    ]
+}
+
+pub(super) fn cluster_roles() -> Vec<ClusterRole> {
+    vec![cluster_role(INGRESS_ROLE, ingress_rules())]
+}
+
+/// A binding named `name` (kubeadm's bindings are not named after their role).
+fn named_binding(
+    name: &str,
+    role: &str,
+    subjects: Vec<k8s_openapi::api::rbac::v1::Subject>,
+) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta(None, name, &[]),
+        role_ref: RoleRef {
+            api_group: RBAC_GROUP.into(),
+            kind: "ClusterRole".into(),
+            name: role.into(),
+        },
+        subjects: Some(subjects),
+    }
+}
+
+pub(super) fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
+    vec![
+        // kubeadm's `kubeadm:kubelet-bootstrap`: bootstrap tokens may create
+        // and watch CertificateSigningRequests.
+        named_binding(
+            "berth:kubelet-bootstrap",
+            NODE_BOOTSTRAPPER,
+            vec![group(BOOTSTRAPPERS_GROUP)],
+        ),
+        // kubeadm's `kubeadm:node-autoapprove-bootstrap`: the approver's
+        // SubjectAccessReview on `certificatesigningrequests/nodeclient`.
+        named_binding(
+            "berth:node-autoapprove-bootstrap",
+            NODE_CLIENT,
+            vec![group(BOOTSTRAPPERS_GROUP)],
+        ),
+        // kubeadm's `kubeadm:node-autoapprove-certificate-rotation`: a node
+        // renewing its own certificate (`selfnodeclient`).
+        named_binding(
+            "berth:node-autoapprove-certificate-rotation",
+            SELF_NODE_CLIENT,
+            vec![group(NODES_GROUP)],
+        ),
+        cluster_binding(INGRESS_ROLE, vec![user(INGRESS_USER)]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_api::user::UserInfo;
+
+    use crate::{Attributes, Decision, PolicyIndex};
+
+    fn index() -> PolicyIndex {
+        PolicyIndex::new(
+            super::super::cluster_roles(),
+            vec![],
+            super::super::cluster_role_bindings(),
+            vec![],
+        )
+    }
+
+    fn ask(user: &UserInfo, verb: &str, group: &str, resource: &str) -> Decision {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let a = Attributes {
+            user: user.clone(),
+            verb: verb.into(),
+            api_group: group.into(),
+            resource: resource.into(),
+            subresource: subresource.into(),
+            resource_request: true,
+            ..Default::default()
+        };
+        index().authorize(&a).0
+    }
+
+    /// (who, verb, group, resource[/subresource], allowed).
+    #[test]
+    fn joined_node_components_may_do_what_they_need_and_no_more() {
+        let csr = "certificates.k8s.io";
+        let bootstrap = UserInfo::new(
+            "system:bootstrap:abcdef",
+            &["system:bootstrappers", "system:authenticated"],
+        );
+        let node = UserInfo::new("system:node:n1", &["system:nodes", "system:authenticated"]);
+        let ingress = UserInfo::new(super::INGRESS_USER, &["system:authenticated"]);
+        let proxy = UserInfo::new(super::KUBE_PROXY_USER, &["system:authenticated"]);
+        let cases = [
+            (
+                &bootstrap,
+                "create",
+                csr,
+                "certificatesigningrequests",
+                true,
+            ),
+            (&bootstrap, "watch", csr, "certificatesigningrequests", true),
+            (
+                &bootstrap,
+                "create",
+                csr,
+                "certificatesigningrequests/nodeclient",
+                true,
+            ),
+            (
+                &bootstrap,
+                "create",
+                csr,
+                "certificatesigningrequests/selfnodeclient",
+                false,
+            ),
+            (
+                &bootstrap,
+                "update",
+                csr,
+                "certificatesigningrequests/approval",
+                false,
+            ),
+            (&bootstrap, "list", "", "secrets", false),
+            (&bootstrap, "create", "", "nodes", false),
+            (
+                &node,
+                "create",
+                csr,
+                "certificatesigningrequests/selfnodeclient",
+                true,
+            ),
+            (
+                &node,
+                "create",
+                csr,
+                "certificatesigningrequests/nodeclient",
+                false,
+            ),
+            (&ingress, "watch", "networking.k8s.io", "ingresses", true),
+            (
+                &ingress,
+                "list",
+                "networking.k8s.io",
+                "ingressclasses",
+                true,
+            ),
+            (
+                &ingress,
+                "patch",
+                "networking.k8s.io",
+                "ingresses/status",
+                true,
+            ),
+            (&ingress, "list", "", "secrets", true),
+            (
+                &ingress,
+                "watch",
+                "discovery.k8s.io",
+                "endpointslices",
+                true,
+            ),
+            (&ingress, "patch", "", "nodes", true),
+            (&ingress, "create", "", "events", true),
+            (&ingress, "update", "networking.k8s.io", "ingresses", false),
+            (&ingress, "create", "", "pods", false),
+            (&ingress, "update", "", "secrets", false),
+            (&proxy, "watch", "", "services", true),
+            (&proxy, "list", "discovery.k8s.io", "endpointslices", true),
+            (&proxy, "list", "", "secrets", false),
+        ];
+        for (user, verb, group, resource, allowed) in cases {
+            let want = if allowed {
+                Decision::Allow
+            } else {
+                Decision::NoOpinion
+            };
+            assert_eq!(
+                ask(user, verb, group, resource),
+                want,
+                "{} {verb} {group}/{resource}",
+                user.name
+            );
+        }
+    }
+}
