@@ -344,6 +344,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         let controllers = berth_controllers::Config {
             root_ca_file: args.data_dir.join("tls").join("server-ca.crt"),
             service_account_key_dir: args.data_dir.join("tls"),
+            // The client certificates of joining nodes are the cluster CA's.
+            cluster_signing_cert_file: args.data_dir.join("tls").join("server-ca.crt"),
+            cluster_signing_key_file: args.data_dir.join("tls").join("server-ca.key"),
+            cluster_signing_duration: berth_controllers::certificates::signer::DEFAULT_DURATION,
         };
         let component = start_component(
             &kubeconfig,

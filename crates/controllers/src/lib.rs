@@ -3,7 +3,9 @@
 //! kube-controller-manager does.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+pub mod certificates;
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
@@ -41,6 +43,14 @@ pub struct Config {
     /// upstream's `--service-account-private-key-file`): legacy token Secrets
     /// are signed with it. `<data-dir>/tls` for `berth server`.
     pub service_account_key_dir: PathBuf,
+    /// The CA certificate and key the CSR signer issues client certificates
+    /// with (upstream's `--cluster-signing-cert-file`/`--cluster-signing-key-file`):
+    /// `<data-dir>/tls/server-ca.crt` and `.key`, the CA the API server trusts.
+    pub cluster_signing_cert_file: PathBuf,
+    pub cluster_signing_key_file: PathBuf,
+    /// The longest certificate the signer issues (`--cluster-signing-duration`,
+    /// [`certificates::signer::DEFAULT_DURATION`]).
+    pub cluster_signing_duration: Duration,
 }
 
 /// Runs the legacy token Secret controller once its key and CA are read.
@@ -80,15 +90,34 @@ async fn run_root_ca_publisher(client: kube::Client, file: PathBuf) {
     }
 }
 
+/// Runs the CSR signer once its CA is read; without it requests stay
+/// approved but unissued (upstream refuses to start the signer too).
+async fn run_csr_signer(client: kube::Client, config: Config) {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let ca = read(&config.cluster_signing_cert_file)
+        .and_then(|cert| Ok((cert, read(&config.cluster_signing_key_file)?)))
+        .and_then(|(cert, key)| {
+            certificates::signer::Ca::from_pem(&cert, &key).map_err(|e| e.to_string())
+        });
+    match ca {
+        Ok(ca) => certificates::signer::run(client, ca, config.cluster_signing_duration).await,
+        Err(e) => tracing::error!(error = %e, "CertificateSigningRequests are not signed"),
+    }
+}
+
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client, config: Config) {
     tokio::join!(
         run_token_controller(
             client.clone(),
-            config.service_account_key_dir,
+            config.service_account_key_dir.clone(),
             config.root_ca_file.clone()
         ),
-        run_root_ca_publisher(client.clone(), config.root_ca_file),
+        run_root_ca_publisher(client.clone(), config.root_ca_file.clone()),
+        certificates::approver::run(client.clone()),
+        run_csr_signer(client.clone(), config),
         clusterroleaggregation::run(client.clone()),
         namespace::run(client.clone()),
         garbagecollector::run(client.clone()),
