@@ -59,7 +59,12 @@ fn kill_9_keeps_every_acknowledged_create() {
 
 #[test]
 fn optimistic_concurrency_paging_and_watch_from_rv() {
-    let s = Server::start("semantics");
+    // No controllers: the root CA publisher's `kube-root-ca.crt` would be one
+    // more ConfigMap in the pages counted below.
+    let s = Server::start_with(
+        common::temp_dir("semantics"),
+        &["--disable-controller-manager"],
+    );
     let base = "/api/v1/namespaces/default/configmaps";
     for i in 0..7 {
         let (code, _) = s.request(
@@ -233,7 +238,10 @@ fn finalizers_and_pod_defaults() {
 
 #[test]
 fn watch_from_a_revision_older_than_the_cache_window_is_gone() {
-    let s = Server::start_with(common::temp_dir("gone"), &["--watch-cache-events", "5"]);
+    let s = Server::start_with(
+        common::temp_dir("gone"),
+        &["--watch-cache-events", "5", "--disable-controller-manager"],
+    );
     let base = "/api/v1/namespaces/default/configmaps";
     let (_, first) = s.request("POST", base, "application/json", Some(&cm("g0")));
     let old_rv = first["metadata"]["resourceVersion"]

@@ -417,11 +417,12 @@ apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-we
     let history = run(&["history", "demo"]);
     assert!(history.contains("Rollback to 1"), "{history}");
     run(&["uninstall", "demo"]);
-    // The API server's own `kubernetes` Service is the only thing left.
+    // What the cluster itself keeps in every namespace is all that is left: the
+    // API server's `kubernetes` Service and the published `kube-root-ca.crt`.
     let left = s.kubectl(&["get", "deploy,svc,cm,secret", "-o", "name"]);
     assert_eq!(
         stdout(&left).trim(),
-        "service/kubernetes",
+        "service/kubernetes\nconfigmap/kube-root-ca.crt",
         "uninstall left objects behind"
     );
 }

@@ -390,7 +390,8 @@ fn bad_input_gets_clear_errors() {
     // Still serving.
     let (code, _) = s.request("GET", "/api/v1/namespaces", "", None);
     assert_eq!(code, 200);
-    // Anonymous HTTPS requests are refused except health and version.
+    // Anonymous HTTPS requests are system:anonymous, whom RBAC allows only
+    // health and version (403 elsewhere, as upstream); a bad token is 401.
     let anon = s.curl(&[
         "-sk",
         "-o",
@@ -399,7 +400,18 @@ fn bad_input_gets_clear_errors() {
         "%{http_code}",
         &format!("{}/api/v1/pods", s.https),
     ]);
-    assert_eq!(stdout(&anon), "401");
+    assert_eq!(stdout(&anon), "403");
+    let bad = s.curl(&[
+        "-sk",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-H",
+        "Authorization: Bearer not-a-token",
+        &format!("{}/version", s.https),
+    ]);
+    assert_eq!(stdout(&bad), "401");
     let ver = s.curl(&[
         "-sk",
         "-o",
