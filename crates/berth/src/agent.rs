@@ -57,7 +57,11 @@ pub struct AgentCmd {
     /// The API server, e.g. https://10.0.0.1:6443 (with --token).
     #[arg(long)]
     pub server: Option<String>,
-    /// Bearer token for --server.
+    /// Bearer token for --server. A bootstrap token (`<id>.<secret>`, from
+    /// `berth token create`) only joins: the node agent, service proxy and
+    /// ingress controller get client certificates of their own through
+    /// CertificateSigningRequests, kept in `<data-dir>/*.kubeconfig` and
+    /// reused on restart. Any other token is used as is by every component.
     #[arg(long, env = "BERTH_TOKEN")]
     pub token: Option<String>,
     /// The cluster CA (PEM, `<server data-dir>/tls/server-ca.crt`) that --server's
@@ -124,9 +128,84 @@ pub async fn start(
     Ok(agent)
 }
 
-/// A client for `berth agent` from --server/--token or a kubeconfig.
-pub async fn client(cmd: &AgentCmd) -> Result<kube::Client> {
-    client_for(cmd, "kubelet").await
+/// The clients of `berth agent`'s components.
+pub struct Clients {
+    pub kubelet: kube::Client,
+    /// None when the component is disabled.
+    pub proxy: Option<kube::Client>,
+    pub ingress: Option<kube::Client>,
+}
+
+/// The bootstrap token of `--server --token`, if the token is one.
+fn bootstrap_token(cmd: &AgentCmd) -> Option<&str> {
+    cmd.server.as_ref()?;
+    let token = cmd.token.as_deref()?;
+    berth_authn::bootstrap::parse(token).map(|_| token)
+}
+
+/// Every component's client: with a bootstrap token, each under its own
+/// certificate (TLS bootstrapping); otherwise all with the given credentials.
+pub async fn clients(cmd: &AgentCmd) -> Result<Clients> {
+    let proxy = !cmd.proxy.disable_kube_proxy;
+    let ingress = !cmd.ingress.disable_ingress;
+    if bootstrap_token(cmd).is_none() {
+        return Ok(Clients {
+            kubelet: client_for(cmd, "kubelet").await?,
+            proxy: match proxy {
+                true => Some(crate::proxy::agent_client(cmd).await?),
+                false => None,
+            },
+            ingress: match ingress {
+                true => Some(client_for(cmd, "berth-ingress").await?),
+                false => None,
+            },
+        });
+    }
+    use crate::tlsbootstrap::{Cluster, Identity, ensure};
+    let cluster = Cluster {
+        server: cmd.server.clone().unwrap_or_default(),
+        ca_pem: match &cmd.server_ca {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .with_context(|| format!("reading --server-ca {}", p.display()))?,
+            ),
+            None => None,
+        },
+    };
+    let node = cmd
+        .agent
+        .node_name
+        .clone()
+        .unwrap_or_else(berth_kubelet::agent::machine::hostname);
+    let bootstrap = client_for(cmd, "kubelet-bootstrap").await?;
+    let mut ids = vec![Identity::kubelet(&node)];
+    ids.extend(proxy.then(Identity::kube_proxy));
+    ids.extend(ingress.then(Identity::ingress));
+    let mut clients = Vec::new();
+    for id in &ids {
+        let path = ensure(&bootstrap, &cluster, &cmd.data_dir, id).await?;
+        // Each kubeconfig is named after its component, as its User-Agent.
+        clients.push(kubeconfig_client(&path, id.file).await?);
+    }
+    let mut clients = clients.into_iter();
+    let kubelet = clients.next().context("no kubelet client")?;
+    Ok(Clients {
+        kubelet,
+        proxy: if proxy { clients.next() } else { None },
+        ingress: if ingress { clients.next() } else { None },
+    })
+}
+
+/// A client from `kubeconfig` whose User-Agent names `component`.
+async fn kubeconfig_client(kubeconfig: &Path, component: &str) -> Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
+    let ua = format!("{component}/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
+    config.headers.push((http::header::USER_AGENT, ua.parse()?));
+    Ok(kube::Client::try_from(config)?)
 }
 
 /// [`client`] for another node component (its User-Agent names `component`).

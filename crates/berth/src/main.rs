@@ -18,6 +18,8 @@ mod dns;
 mod footprint;
 mod images;
 mod proxy;
+mod tlsbootstrap;
+mod token;
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +42,8 @@ enum Command {
     Agent(Box<agent::AgentCmd>),
     /// Local images without a registry (build-local, import).
     Images(images::ImagesArgs),
+    /// Bootstrap tokens for joining nodes (create, list, delete), as kubeadm's.
+    Token(token::TokenArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -502,20 +506,16 @@ async fn sim(args: SimArgs) -> Result<()> {
 }
 
 async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
-    let client = agent::client(&args).await?;
+    // Each with its own User-Agent, as in `berth server` (status writes name
+    // their component); with a bootstrap token each with its own identity too.
+    let clients = agent::clients(&args).await?;
     args.agent.client_ca_pem = agent::cluster_ca(&args).await;
-    let a = agent::start(client, &args.agent, &args.data_dir).await?;
-    let proxy_client = proxy::agent_client(&args).await?;
-    let service_proxy = proxy::start(
-        proxy_client,
-        &args.proxy,
-        &a.node_name,
-        &args.agent.cluster_cidr,
-    )
-    .await;
-    if !args.ingress.disable_ingress {
-        // Its own User-Agent, as in `berth server`: status writes name berth-ingress.
-        let client = agent::client_for(&args, "berth-ingress").await?;
+    let a = agent::start(clients.kubelet, &args.agent, &args.data_dir).await?;
+    let service_proxy = match clients.proxy {
+        Some(c) => proxy::start(c, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await,
+        None => None,
+    };
+    if let Some(client) = clients.ingress {
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }
     let node_local_dns =
@@ -584,5 +584,6 @@ fn main() -> Result<()> {
         Command::Sim(args) => rt.block_on(sim(args)),
         Command::Agent(args) => rt.block_on(run_agent(*args)),
         Command::Images(args) => rt.block_on(images::run(args)),
+        Command::Token(args) => rt.block_on(token::run(args)),
     }
 }
