@@ -2,10 +2,15 @@
 //! API server's certificate against the cluster CA it is given, as a joining
 //! node must (a wrong CA is refused; the right one joins the node, and its
 //! kubelet server accepts the API server's client certificate from that CA).
+//! With a bootstrap token from `berth token create` the agent joins by TLS
+//! bootstrapping: its components get client certificates of their own through
+//! CertificateSigningRequests, and the node agent is `system:node:<name>`,
+//! held to its own objects by the Node authorizer and NodeRestriction.
 //! Needs root and the node agent's dependencies, as `tests/node.rs`.
 
 mod common;
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{AgentProcess, Server};
@@ -106,4 +111,277 @@ spec:
         std::thread::sleep(Duration::from_millis(500));
     }
     drop(agent);
+}
+
+/// `berth token <args>` against `s` with its admin kubeconfig; stdout.
+fn berth_token(s: &Server, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("token")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(&s.kubeconfig)
+        .output()
+        .expect("run berth token");
+    assert!(
+        out.status.success(),
+        "berth token {args:?}: {}",
+        common::stderr(&out)
+    );
+    common::stdout(&out)
+}
+
+fn node_ready(s: &Server, node: &str) -> bool {
+    let out = s.kubectl(&[
+        "get",
+        "node",
+        node,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    common::stdout(&out) == "True"
+}
+
+#[test]
+fn agent_joins_with_a_bootstrap_token_as_its_own_node() {
+    const NODE: &str = "tls-joined";
+    let s = Server::start("tlsboot");
+    let token = berth_token(&s, &["create", "--description", "e2e join"]);
+    let token = token.trim().to_string();
+    assert!(
+        token.len() == 23 && token.as_bytes()[6] == b'.',
+        "a bootstrap token: {token:?}"
+    );
+    assert!(
+        berth_token(&s, &["list"]).contains(&token),
+        "berth token list shows it"
+    );
+    // Another node, for the node agent to be refused on; unschedulable so the
+    // pod below lands on the joined node.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some("apiVersion: v1\nkind: Node\nmetadata: {name: other}\nspec: {unschedulable: true}\n"),
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let ca = s.data_dir.join("tls/server-ca.crt");
+    let ca = ca.to_string_lossy().into_owned();
+    let mut agent = AgentProcess::join(
+        &s,
+        "tlsboot-agent",
+        &[
+            "--server",
+            &s.https,
+            "--token",
+            &token,
+            "--server-ca",
+            &ca,
+            "--node-name",
+            NODE,
+            // Any free ports: the ingress controller runs, under its own user.
+            "--ingress-http-port",
+            "0",
+            "--ingress-https-port",
+            "0",
+        ],
+    );
+    common::wait_until(Duration::from_secs(120), "the joined node Ready", || {
+        assert!(
+            agent.child.try_wait().expect("wait").is_none(),
+            "agent exited: {}",
+            agent.log()
+        );
+        node_ready(&s, NODE)
+    });
+
+    // One request per component, each approved and issued.
+    let csrs = s.k(&["get", "csr"]);
+    let id = &token[..6];
+    let rows: Vec<&str> = csrs.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{csrs}");
+    for row in &rows {
+        assert!(row.contains(&format!("system:bootstrap:{id}")), "{csrs}");
+        assert!(row.trim_end().ends_with("Approved,Issued"), "{csrs}");
+    }
+    let kubelet_rows = rows
+        .iter()
+        .filter(|r| r.contains("kubernetes.io/kube-apiserver-client-kubelet"))
+        .count();
+    assert_eq!(kubelet_rows, 1, "{csrs}");
+    assert!(csrs.starts_with("NAME"), "{csrs}");
+    for col in ["SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"] {
+        assert!(csrs.lines().next().unwrap_or("").contains(col), "{csrs}");
+    }
+
+    // Who each component is.
+    let whoami = |component: &str| {
+        let out = agent.kubectl_as(component, &["auth", "whoami", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "{component}: {}",
+            common::stderr(&out)
+        );
+        let v: serde_json::Value = serde_json::from_str(&common::stdout(&out)).expect("json");
+        let info = v["status"]["userInfo"].clone();
+        let groups: Vec<String> = info["groups"]
+            .as_array()
+            .map(|g| {
+                g.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (info["username"].as_str().unwrap_or("").to_string(), groups)
+    };
+    let (user, groups) = whoami("kubelet");
+    assert_eq!(user, format!("system:node:{NODE}"));
+    assert!(groups.contains(&"system:nodes".to_string()), "{groups:?}");
+    assert_eq!(whoami("kube-proxy").0, "system:kube-proxy");
+    assert_eq!(whoami("berth-ingress").0, "system:berth-ingress");
+
+    // The node may change only itself. (Its status too, but kubectl reads
+    // `nodes/status` before patching it, which no node may: as upstream.)
+    let out = agent.kubectl_as(
+        "kubelet",
+        &[
+            "patch",
+            "node",
+            "other",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"labels":{"forged":"true"}}}"#,
+        ],
+    );
+    assert!(!out.status.success());
+    let err = common::stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "nodes \"other\" is forbidden: node \"{NODE}\" is not allowed to modify node \"other\""
+        )),
+        "{err}"
+    );
+    assert!(err.contains("Forbidden"), "{err}");
+    // Secrets only of its own pods.
+    s.k(&[
+        "create",
+        "secret",
+        "generic",
+        "unused",
+        "--from-literal=k=v",
+    ]);
+    let out = agent.kubectl_as("kubelet", &["get", "secret", "unused"]);
+    assert!(!out.status.success());
+    let err = common::stderr(&out);
+    assert!(err.contains("Forbidden"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "User \"system:node:{NODE}\" cannot get resource \"secrets\""
+        )),
+        "{err}"
+    );
+    // The proxy reads Services, not Secrets.
+    let out = agent.kubectl_as("kube-proxy", &["get", "secrets", "-A"]);
+    assert!(!out.status.success(), "kube-proxy listed secrets");
+
+    // A pod scheduled there starts with its ServiceAccount token: the node
+    // agent's TokenRequest and kube-root-ca.crt read pass the Node authorizer.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1
+kind: Pod
+metadata: {name: tokened}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: [sh, -c, 'd=/var/run/secrets/kubernetes.io/serviceaccount; echo token-bytes=$(wc -c < $d/token) ns=$(cat $d/namespace) ca=$(grep -c BEGIN $d/ca.crt); sleep 3600']
+",
+        ),
+    );
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let logs = loop {
+        let out = s.kubectl(&["logs", "tokened"]);
+        let text = common::stdout(&out);
+        if text.contains("token-bytes=") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pod never ran: {}{}\n{}\n{}",
+            text,
+            common::stderr(&out),
+            s.k(&["get", "pod", "tokened", "-o", "yaml"]),
+            agent.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let bytes: usize = logs
+        .split("token-bytes=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(bytes > 100, "a JWT in the token file: {logs}");
+    assert!(logs.contains("ns=default ca=1"), "{logs}");
+    let node = s.k(&["get", "pod", "tokened", "-o", "jsonpath={.spec.nodeName}"]);
+    assert_eq!(node, NODE);
+
+    // A restart reuses the written kubeconfigs: the token is no longer needed.
+    berth_token(&s, &["delete", &token]);
+    let lease = |s: &Server| {
+        s.k(&[
+            "get",
+            "lease",
+            "-n",
+            "kube-node-lease",
+            NODE,
+            "-o",
+            "jsonpath={.spec.renewTime}",
+        ])
+    };
+    let before = lease(&s);
+    agent.restart();
+    common::wait_until(
+        Duration::from_secs(60),
+        "the Lease renewed after the restart",
+        || {
+            assert!(
+                agent.child.try_wait().expect("wait").is_none(),
+                "restarted agent exited: {}",
+                agent.log()
+            );
+            lease(&s) != before
+        },
+    );
+    let rows = s.k(&["get", "csr", "-o", "name"]);
+    assert_eq!(rows.lines().count(), 3, "no new request: {rows}");
+    drop(agent);
+}
+
+#[test]
+fn agent_with_a_bad_bootstrap_token_exits_with_401() {
+    let s = Server::start("badtoken");
+    let ca = s.data_dir.join("tls/server-ca.crt");
+    let ca = ca.to_string_lossy().into_owned();
+    let mut agent = AgentProcess::join(
+        &s,
+        "badtoken-agent",
+        &[
+            "--server",
+            &s.https,
+            "--token",
+            "abcdef.0123456789abcdef",
+            "--server-ca",
+            &ca,
+            "--disable-ingress",
+        ],
+    );
+    let status = agent.wait_exit(Duration::from_secs(60));
+    let log = agent.log();
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("401 Unauthorized"), "{log}");
+    assert!(log.contains("bootstrap token"), "{log}");
+    assert!(s.k(&["get", "nodes", "-o", "name"]).trim().is_empty());
+    assert!(s.k(&["get", "csr", "-o", "name"]).trim().is_empty());
 }

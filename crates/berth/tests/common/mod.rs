@@ -316,6 +316,8 @@ pub struct AgentProcess {
     pub child: Child,
     pub data_dir: PathBuf,
     kubeconfig: PathBuf,
+    /// The flags it was started with (after `--data-dir`), for [`AgentProcess::restart`].
+    args: Vec<String>,
     _lock: std::fs::File,
 }
 
@@ -333,23 +335,79 @@ impl AgentProcess {
     pub fn join(server: &Server, tag: &str, args: &[&str]) -> AgentProcess {
         let lock = agent_lock();
         let data_dir = temp_dir(tag);
-        let child = Command::new(env!("CARGO_BIN_EXE_berth"))
-            .arg("agent")
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .args(args)
-            .env("BERTH_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(data_dir.join("agent.log")).expect("agent log"))
-            .spawn()
-            .expect("start berth agent");
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         AgentProcess {
-            child,
+            child: spawn_agent(&data_dir, &args),
             data_dir,
             kubeconfig: server.kubeconfig.clone(),
+            args,
             _lock: lock,
         }
     }
+
+    /// Stops the agent (as its Drop does, pods removed) and starts it again
+    /// with the same flags on the same data dir; its log goes on.
+    pub fn restart(&mut self) {
+        let sock = self.data_dir.join("agent/containerd/containerd.sock");
+        stop_agent(&self.kubeconfig, &sock, &mut self.child);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn_agent(&self.data_dir, &self.args);
+    }
+
+    /// Waits up to `limit` for the agent to exit; panics if it keeps running.
+    pub fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "berth agent kept running: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The kubeconfig TLS bootstrapping wrote for `component` (`kubelet`,
+    /// `kube-proxy`, `berth-ingress`).
+    pub fn component_kubeconfig(&self, component: &str) -> PathBuf {
+        self.data_dir.join(format!("{component}.kubeconfig"))
+    }
+
+    /// kubectl with `component`'s kubeconfig: as that component's user.
+    pub fn kubectl_as(&self, component: &str, args: &[&str]) -> Output {
+        Command::new(kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.component_kubeconfig(component))
+            .arg("--cache-dir")
+            .arg(self.data_dir.join(format!("kube-cache-{component}")))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kubectl")
+    }
+}
+
+/// `berth agent --data-dir <data_dir> <args>`, stderr appended to `agent.log`.
+fn spawn_agent(data_dir: &Path, args: &[String]) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data_dir.join("agent.log"))
+        .expect("agent log");
+    Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("agent")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .env("BERTH_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start berth agent")
 }
 
 impl AgentProcess {
