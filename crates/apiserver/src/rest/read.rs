@@ -99,6 +99,7 @@ impl Rest {
             None | Some("status") | Some("ephemeralcontainers") | Some("resize") => {
                 Ok(self.to_version(rp.rt, obj))
             }
+            Some("approval") if crate::csr::is_csr(rp.rt) => Ok(self.to_version(rp.rt, obj)),
             Some(_) => Err(ApiError::method_not_allowed()),
         }
     }
