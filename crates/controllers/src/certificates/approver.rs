@@ -46,6 +46,9 @@ pub const NODE_CLIENT_MESSAGE: &str =
 pub const NODE_COMPONENT_MESSAGE: &str =
     "Auto approving Berth node component client certificate requested with a bootstrap token.";
 
+/// How soon a recognised request whose reviews said no is asked about again.
+const RETRY_UNAUTHORIZED: Duration = Duration::from_secs(60);
+
 /// A request recognised as one a SubjectAccessReview can approve.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recognized {
@@ -203,6 +206,8 @@ async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<Ctx>) -> Result
             if allowed.is_none() {
                 let tried: Vec<&str> = recognized.iter().map(|r| r.subresource).collect();
                 debug!(csr = %name, ?tried, "recognized csr but subject access review was not approved");
+                // Upstream retries these with back-off: a binding may come later.
+                return Ok(Action::requeue(RETRY_UNAUTHORIZED));
             }
             allowed
         }
