@@ -385,3 +385,148 @@ fn agent_with_a_bad_bootstrap_token_exits_with_401() {
     assert!(s.k(&["get", "nodes", "-o", "name"]).trim().is_empty());
     assert!(s.k(&["get", "csr", "-o", "name"]).trim().is_empty());
 }
+
+/// A PEM CSR for `cn` in group `org` and its key's PEM.
+fn user_request(cn: &str, org: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, org);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    let csr = params.serialize_request(&key).expect("csr");
+    (csr.pem().expect("pem"), key.serialize_pem())
+}
+
+fn csr_manifest(name: &str, pem: &str) -> String {
+    use base64::Engine;
+    let request = base64::engine::general_purpose::STANDARD.encode(pem);
+    format!(
+        "apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {{name: {name}}}
+spec:
+  request: {request}
+  signerName: kubernetes.io/kube-apiserver-client
+  expirationSeconds: 3600
+  usages: [client auth]
+  username: someone-else
+"
+    )
+}
+
+/// `kubectl certificate approve|deny` through `/approval`; only approved
+/// requests are issued, and an issued certificate authenticates its subject.
+/// (No node agent: no agent lock.)
+#[test]
+fn kubectl_approves_and_denies_certificate_signing_requests() {
+    let s = Server::start("csr-kubectl");
+    let (jane, jane_key) = user_request("jane", "dev");
+    let (joe, _) = user_request("joe", "dev");
+    for (name, pem) in [("jane", &jane), ("joe", &joe)] {
+        let out = s.kubectl_stdin(&["create", "-f", "-"], Some(&csr_manifest(name, pem)));
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    }
+    let table = s.k(&["get", "csr", "jane"]);
+    let row = table.lines().nth(1).unwrap_or_default();
+    // The requester is who sent it, whatever the body said.
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells.get(2..).unwrap_or_default(),
+        [
+            "kubernetes.io/kube-apiserver-client",
+            "system:admin",
+            "60m",
+            "Pending"
+        ],
+        "{table}"
+    );
+
+    assert!(
+        s.k(&["certificate", "approve", "jane"])
+            .contains("approved")
+    );
+    assert!(s.k(&["certificate", "deny", "joe"]).contains("denied"));
+    common::wait_until(Duration::from_secs(30), "jane issued", || {
+        s.k(&["get", "csr", "jane", "-o", "jsonpath={.status.certificate}"])
+            .len()
+            > 100
+    });
+    let cond = s.k(&[
+        "get",
+        "csr",
+        "jane",
+        "-o",
+        "jsonpath={.status.conditions[0].type}/{.status.conditions[0].reason}",
+    ]);
+    assert_eq!(cond, "Approved/KubectlApprove");
+    // A denied request stays unissued, and cannot be approved as well.
+    std::thread::sleep(Duration::from_secs(2));
+    let joe_row = s.k(&["get", "csr", "joe", "--no-headers"]);
+    assert!(joe_row.trim_end().ends_with(" Denied"), "{joe_row}");
+    // kubectl refuses to approve it; so does the server (both conditions).
+    let out = s.kubectl(&["certificate", "approve", "joe"]);
+    assert!(!out.status.success());
+    let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/joe/approval";
+    let (_, mut joe_obj) = s.request("GET", path, "", None);
+    joe_obj["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(serde_json::json!({"type": "Approved", "status": "True", "reason": "Sneaky"}));
+    let (code, body) = s.request("PUT", path, "application/json", Some(&joe_obj.to_string()));
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Approved and Denied conditions are mutually exclusive"),
+        "{body}"
+    );
+
+    // Jane's certificate is hers.
+    use base64::Engine;
+    let cert = base64::engine::general_purpose::STANDARD
+        .decode(s.k(&["get", "csr", "jane", "-o", "jsonpath={.status.certificate}"]))
+        .expect("base64");
+    let (cert_file, key_file) = (s.data_dir.join("jane.crt"), s.data_dir.join("jane.key"));
+    std::fs::write(&cert_file, cert).expect("write cert");
+    std::fs::write(&key_file, jane_key).expect("write key");
+    let ca = s.data_dir.join("tls/server-ca.crt");
+    let out = Command::new(common::kubectl_path())
+        .args(["--server", &s.https])
+        .arg("--certificate-authority")
+        .arg(&ca)
+        .arg("--client-certificate")
+        .arg(&cert_file)
+        .arg("--client-key")
+        .arg(&key_file)
+        .args([
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}/{.status.userInfo.groups}",
+        ])
+        .output()
+        .expect("kubectl");
+    assert_eq!(
+        common::stdout(&out),
+        r#"jane/["dev","system:authenticated"]"#,
+        "{}",
+        common::stderr(&out)
+    );
+
+    // What is not a request is refused at once.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        Some(&csr_manifest("junk", "not a request")),
+    );
+    assert!(!out.status.success());
+    assert!(
+        common::stderr(&out).contains("spec.request: Invalid value")
+            && common::stderr(&out).contains("PEM block type must be CERTIFICATE REQUEST"),
+        "{}",
+        common::stderr(&out)
+    );
+}
