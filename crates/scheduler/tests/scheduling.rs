@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use berth_scheduler::SchedulerConfig;
 use k8s_openapi::api::core::v1::{
     Container, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodSpec, ResourceRequirements,
-    Taint, Toleration,
+    ServiceAccount, Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
@@ -21,6 +21,17 @@ async fn start_server() -> Result<Server> {
     let api = berth_apiserver::LocalApiServer::start("scheduler").await?;
     let client =
         kube::Client::try_from(kube::Config::new(format!("http://{}", api.http).parse()?))?;
+    // No controllers run here: make the `default` ServiceAccount the
+    // ServiceAccount admission plugin looks for, as its controller would.
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some("default".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    accounts.create(&PostParams::default(), &sa).await?;
     Ok(Server { client, _api: api })
 }
 
