@@ -32,14 +32,6 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 /// Creates pods `prefix-i` for every i in `range` from 16 concurrent tasks.
 async fn create_concurrently(
     pods: &Api<Pod>,
@@ -70,6 +62,8 @@ async fn create_concurrently(
 }
 
 mod bench_common;
+
+use bench_common::percentile;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {

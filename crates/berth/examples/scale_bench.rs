@@ -19,6 +19,8 @@ use kube::runtime::watcher;
 
 mod bench_common;
 
+use bench_common::cpu_seconds;
+
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -54,17 +56,6 @@ fn memory_mib(pid: u32) -> (f64, f64) {
             .map_or(0.0, |kb| kb / 1024.0)
     };
     (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// CPU seconds (user + system) a process has used.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at ") ".
-    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the whole line (11 and 12 here).
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Latencies of one kind of request, sorted.

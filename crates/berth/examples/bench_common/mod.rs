@@ -2,16 +2,20 @@
 //! target directory, and a kube-rs client for it over HTTPS.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub struct BenchServer {
     pub child: Child,
     pub client: kube::Client,
+    /// The admin kubeconfig's configuration, for clients with other credentials.
+    #[allow(dead_code)]
+    pub config: kube::Config,
     data_dir: PathBuf,
 }
 
@@ -70,12 +74,19 @@ impl BenchServer {
         let kc = Kubeconfig::read_from(&kubeconfig)?;
         let config =
             kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-        let client = kube::Client::try_from(config)?;
+        let client = kube::Client::try_from(config.clone())?;
         Ok(BenchServer {
             child,
             client,
+            config,
             data_dir,
         })
+    }
+
+    /// The server's `--data-dir`.
+    #[allow(dead_code)]
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 }
 
@@ -114,4 +125,27 @@ where
         t.await??;
     }
     Ok(())
+}
+
+#[allow(dead_code)]
+/// The `p` quantile (0..=1) of `sorted`, nearest rank; zero when empty.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+#[allow(dead_code)]
+/// CPU seconds (user + system) a process has used.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at ") ".
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the whole line (11 and 12 here),
+    // in clock ticks (USER_HZ, 100 on Linux).
+    (ticks(11) + ticks(12)) / 100.0
 }
