@@ -75,6 +75,17 @@ impl BenchServer {
         let config =
             kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
         let client = kube::Client::try_from(config.clone())?;
+        // Benchmarks that turn the controller-manager off still create pods:
+        // make the `default` ServiceAccount that ServiceAccount admission
+        // requires, as its controller would (a conflict means it did).
+        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            kube::Api::namespaced(client.clone(), "default");
+        let sa = serde_json::from_value(serde_json::json!({"metadata": {"name": "default"}}))?;
+        match accounts.create(&Default::default(), &sa).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
         Ok(BenchServer {
             child,
             client,
