@@ -26,7 +26,13 @@ async fn kube_rs_list_watch_create_patch_delete() {
     let list = cms.list(&ListParams::default()).await.unwrap();
     let rv = list.metadata.resource_version.clone().unwrap();
     let mut stream = cms
-        .watch(&WatchParams::default().timeout(10), &rv)
+        // Only this ConfigMap: the root CA publisher may add kube-root-ca.crt meanwhile.
+        .watch(
+            &WatchParams::default()
+                .fields("metadata.name=k1")
+                .timeout(10),
+            &rv,
+        )
         .await
         .unwrap()
         .boxed();
