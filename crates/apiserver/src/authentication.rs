@@ -99,10 +99,8 @@ impl Authenticator {
             .and_then(|v| v.to_str().ok());
         match header.and_then(bearer) {
             Some(token) => self.token(rest, token, &[]).await,
-            // Another scheme (Basic) is a credential no authenticator takes.
-            None if header.is_some_and(|h| !h.trim().is_empty()) => {
-                Err(Refused("unsupported authorization scheme".into()))
-            }
+            // No authenticator takes another scheme (Basic) or an empty bearer
+            // token: upstream's union then falls through to anonymous.
             None => Ok(UserInfo::anonymous()),
         }
     }
