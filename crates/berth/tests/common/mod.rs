@@ -443,10 +443,24 @@ impl Drop for Server {
 /// in the data dir), waits for the agent's containerd at `sock` to have removed
 /// them, then SIGTERMs `child` so it stops the containerd it started.
 fn stop_agent(kubeconfig: &Path, sock: &Path, child: &mut Child) {
-    let _ = Command::new(kubectl_path())
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args([
+    let kubectl = |args: &[&str]| {
+        let _ = Command::new(kubectl_path())
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .output();
+    };
+    // The workload controllers first, or they replace the pods deleted below
+    // (a Deployment's pods came back and outlived the server).
+    kubectl(&[
+        "delete",
+        "deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,replicationcontrollers",
+        "--all",
+        "-A",
+        "--wait=false",
+    ]);
+    let delete_pods = || {
+        kubectl(&[
             "delete",
             "pods",
             "--all",
@@ -455,9 +469,16 @@ fn stop_agent(kubeconfig: &Path, sock: &Path, child: &mut Child) {
             "--force",
             "--wait=false",
         ])
-        .output();
+    };
+    delete_pods();
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut next_delete = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
+        // Pods a controller made meanwhile go too.
+        if Instant::now() >= next_delete {
+            delete_pods();
+            next_delete = Instant::now() + Duration::from_secs(3);
+        }
         let out = Command::new("ctr")
             .arg("--address")
             .arg(sock)
