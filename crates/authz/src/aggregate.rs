@@ -77,7 +77,7 @@ pub fn aggregate_all(roles: &mut [ClusterRole]) {
 
 /// Upstream compares with `equality.Semantic.DeepEqual`, for which an absent list
 /// and an empty one are the same.
-fn rules_equal(a: &PolicyRule, b: &PolicyRule) -> bool {
+pub fn rules_equal(a: &PolicyRule, b: &PolicyRule) -> bool {
     a.verbs == b.verbs
         && list(&a.api_groups) == list(&b.api_groups)
         && list(&a.resources) == list(&b.resources)

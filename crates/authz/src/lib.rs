@@ -16,7 +16,7 @@ mod forbidden;
 mod index;
 mod rule;
 
-pub use aggregate::{aggregate, aggregate_all};
+pub use aggregate::{aggregate, aggregate_all, rules_equal};
 pub use attributes::{Attributes, Decision};
 pub use escalation::{EscalationError, compact_string, covers};
 pub use forbidden::forbidden_message;

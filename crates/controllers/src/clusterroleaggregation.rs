@@ -6,8 +6,8 @@
 //!
 //! As upstream, any ClusterRole change re-computes every aggregated role (the
 //! set is small and the dependencies unknown), and a role is written only
-//! when its rules differ. The computation ([`aggregate_rules`], [`updates`])
-//! is pure; the loop reads one reflector of ClusterRoles.
+//! when its rules differ. The computation (`berth_authz::aggregate`, the authorizer's own, and
+//! [`updates`]) is pure; the loop reads one reflector of ClusterRoles.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,57 +17,11 @@ use kube::api::{Api, PostParams};
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
-use crate::replicaset::selector_matches;
-
 /// How long a failed write waits before every role is computed again.
 const RETRY: Duration = Duration::from_secs(5);
 
-/// A rule with empty lists read as absent: upstream compares rules with
-/// `equality.Semantic`, for which a nil and an empty slice are equal.
-fn normalized(r: &PolicyRule) -> PolicyRule {
-    let list = |l: &Option<Vec<String>>| l.clone().filter(|l| !l.is_empty());
-    PolicyRule {
-        api_groups: list(&r.api_groups),
-        non_resource_urls: list(&r.non_resource_urls),
-        resource_names: list(&r.resource_names),
-        resources: list(&r.resources),
-        verbs: r.verbs.clone(),
-    }
-}
-
 fn same_rules(a: &[PolicyRule], b: &[PolicyRule]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| normalized(x) == normalized(y))
-}
-
-/// The rules `role` aggregates from `all` (every ClusterRole): for each of its
-/// selectors in order, the ClusterRoles it matches sorted by name (never
-/// `role` itself), each of their rules not already taken. None when `role`
-/// has no aggregationRule.
-pub fn aggregate_rules(role: &ClusterRole, all: &[ClusterRole]) -> Option<Vec<PolicyRule>> {
-    let rule = role.aggregation_rule.as_ref()?;
-    let name = role.metadata.name.as_deref();
-    let mut sorted: Vec<&ClusterRole> = all.iter().collect();
-    sorted.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let empty = Default::default();
-    let mut out: Vec<PolicyRule> = Vec::new();
-    for selector in rule.cluster_role_selectors.iter().flatten() {
-        for other in &sorted {
-            if other.metadata.name.as_deref() == name {
-                continue;
-            }
-            let labels = other.metadata.labels.as_ref().unwrap_or(&empty);
-            if !selector_matches(selector, labels) {
-                continue;
-            }
-            for r in other.rules.iter().flatten() {
-                let n = normalized(r);
-                if !out.iter().any(|o| normalized(o) == n) {
-                    out.push(r.clone());
-                }
-            }
-        }
-    }
-    Some(out)
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| berth_authz::rules_equal(x, y))
 }
 
 /// Every aggregated ClusterRole whose rules differ from what it aggregates,
@@ -76,7 +30,7 @@ pub fn updates(all: &[ClusterRole]) -> Vec<(ClusterRole, Vec<PolicyRule>)> {
     let mut out: Vec<(ClusterRole, Vec<PolicyRule>)> = all
         .iter()
         .filter_map(|role| {
-            let want = aggregate_rules(role, all)?;
+            let want = berth_authz::aggregate(role, all)?;
             let have = role.rules.as_deref().unwrap_or_default();
             (!same_rules(have, &want)).then(|| (role.clone(), want))
         })
@@ -230,12 +184,12 @@ mod tests {
                 json!({"metadata": {"name": "view", "labels": {"agg": "view"}},
                 "aggregationRule": agg.clone(), "rules": [json!({"verbs": ["own"]})]}),
             ));
-            let got = aggregate_rules(&all[all.len() - 1], &all).unwrap();
+            let got = berth_authz::aggregate(&all[all.len() - 1], &all).unwrap();
             let want: Vec<PolicyRule> = want.into_iter().map(rule).collect();
             // Its own rules never count, though it matches its selector.
             assert_eq!(got, want, "{agg}");
         }
-        assert_eq!(aggregate_rules(&sources()[0], &sources()), None);
+        assert_eq!(berth_authz::aggregate(&sources()[0], &sources()), None);
     }
 
     #[test]
