@@ -199,8 +199,9 @@ impl PolicyIndex {
 
     /// What `user` may do in `namespace` (SelfSubjectRulesReview): the rules of
     /// every cluster role binding and every role binding in `namespace` that
-    /// applies. A binding to a missing role makes the review incomplete and its
-    /// error part of `evaluation_error`.
+    /// applies. A binding to a missing role puts its error in
+    /// `evaluation_error`; `incomplete` stays false, as upstream's RBAC reports
+    /// it (its RulesFor never says incomplete).
     pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesReview {
         let mut review = RulesReview::default();
         let mut errors: Vec<&str> = Vec::new();
@@ -226,7 +227,6 @@ impl PolicyIndex {
             true
         });
         if !errors.is_empty() {
-            review.incomplete = true;
             review.evaluation_error = aggregate_errors(&errors);
         }
         review
@@ -748,7 +748,7 @@ mod tests {
             vec![rule(&["get", "list"], &[""], &["pods"])]
         );
         assert!(review.non_resource_rules.is_empty());
-        assert!(review.incomplete);
+        assert!(!review.incomplete, "upstream's RBAC never reports incomplete");
         assert_eq!(
             review.evaluation_error,
             r#"role.rbac.authorization.k8s.io "cm-writer-elsewhere" not found"#
@@ -760,7 +760,8 @@ mod tests {
             review.resource_rules,
             vec![rule(&["get"], &[""], &["nodes"])]
         );
-        assert!(review.incomplete);
+        assert!(!review.incomplete);
+        assert!(!review.evaluation_error.is_empty());
 
         let nobody = index.rules_for(&UserInfo::new("nobody", &[]), "dev");
         assert_eq!(nobody, RulesReview::default());
