@@ -748,7 +748,10 @@ mod tests {
             vec![rule(&["get", "list"], &[""], &["pods"])]
         );
         assert!(review.non_resource_rules.is_empty());
-        assert!(!review.incomplete, "upstream's RBAC never reports incomplete");
+        assert!(
+            !review.incomplete,
+            "upstream's RBAC never reports incomplete"
+        );
         assert_eq!(
             review.evaluation_error,
             r#"role.rbac.authorization.k8s.io "cm-writer-elsewhere" not found"#
