@@ -1,0 +1,28 @@
+//! The schema machinery of upstream's apiextensions-apiserver for
+//! CustomResourceDefinitions (`apiextensions.k8s.io/v1`). Pure: schemas and
+//! objects are `serde_json::Value`s (the JSON of `openAPIV3Schema` and of the
+//! custom object); errors are [`berth_api::validation::FieldError`]s in
+//! upstream's wording.
+//!
+//! | module | upstream (k8s.io/apiextensions-apiserver, 1.33) |
+//! |---|---|
+//! | [`pruning`] | `pkg/apiserver/schema/pruning`; `pkg/apiserver/schema/objectmeta` (coercion) |
+//! | [`validation`] | `pkg/apiserver/validation` over kube-openapi `pkg/validation/validate`, `errors`, `strfmt`; `pkg/apiserver/schema/objectmeta` (validation); `pkg/apiserver/schema/listtype` |
+//!
+//! Every walk over user input is bounded by [`MAX_DEPTH`].
+
+pub mod formats;
+pub mod gofmt;
+pub mod pruning;
+mod schema;
+pub mod validation;
+
+pub use pruning::{coerce_object_meta, prune, unknown_field_message};
+pub use validation::{
+    validate_custom_resource, validate_embedded_resources, validate_list_sets_and_maps,
+    validate_value,
+};
+
+/// How deep any schema or object walk goes before it stops (schemas and
+/// objects are user input; serde_json parses at most 128 levels).
+pub const MAX_DEPTH: usize = 256;
