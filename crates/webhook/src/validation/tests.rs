@@ -1,0 +1,6 @@
+use super::*;
+
+#[test]
+fn placeholder() {
+    assert!(validate_configuration(&json!({})).len() == 1);
+}
