@@ -247,7 +247,7 @@ fn go_parse_duration(s: &str) -> bool {
             _ => return false,
         };
         total += number * ns;
-        if total > 9.223_372_036_854_775_807e18 {
+        if total > i64::MAX as f64 {
             return false;
         }
         rest = &rest[i + unit_len..];
@@ -402,7 +402,7 @@ fn is_mac(s: &str) -> bool {
     }
     let hex = |x: &[u8]| x.iter().all(|c| c.is_ascii_hexdigit());
     if b[2] == b':' || b[2] == b'-' {
-        if (b.len() + 1) % 3 != 0 {
+        if !(b.len() + 1).is_multiple_of(3) {
             return false;
         }
         let n = (b.len() + 1) / 3;
@@ -421,7 +421,7 @@ fn is_mac(s: &str) -> bool {
         }
         true
     } else if b[4] == b'.' {
-        if (b.len() + 1) % 5 != 0 {
+        if !(b.len() + 1).is_multiple_of(5) {
             return false;
         }
         let n = 2 * (b.len() + 1) / 5;
@@ -466,7 +466,7 @@ fn is_isbn(s: &str, version: u32) -> bool {
             } else {
                 10 * digit(sanitized[9])
             };
-            sum % 11 == 0
+            sum.is_multiple_of(11)
         }
         _ => {
             if sanitized.len() != 13 || !sanitized.iter().all(u8::is_ascii_digit) {
@@ -504,7 +504,7 @@ fn is_credit_card(s: &str) -> bool {
         }
         double = !double;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Go's `net/mail.ParseAddress`, for the common shapes: `local@domain` or

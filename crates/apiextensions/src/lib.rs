@@ -6,17 +6,22 @@
 //!
 //! | module | upstream (k8s.io/apiextensions-apiserver, 1.33) |
 //! |---|---|
+//! | [`defaulting`] | `pkg/apiserver/schema/defaulting` (algorithm, prunenulls, validation) |
 //! | [`pruning`] | `pkg/apiserver/schema/pruning`; `pkg/apiserver/schema/objectmeta` (coercion) |
 //! | [`validation`] | `pkg/apiserver/validation` over kube-openapi `pkg/validation/validate`, `errors`, `strfmt`; `pkg/apiserver/schema/objectmeta` (validation); `pkg/apiserver/schema/listtype` |
 //!
 //! Every walk over user input is bounded by [`MAX_DEPTH`].
 
+pub mod defaulting;
 pub mod formats;
 pub mod gofmt;
 pub mod pruning;
 mod schema;
 pub mod validation;
 
+pub use defaulting::{
+    apply_defaults, prune_non_nullable_nulls_without_defaults, validate_defaults,
+};
 pub use pruning::{coerce_object_meta, prune, unknown_field_message};
 pub use validation::{
     validate_custom_resource, validate_embedded_resources, validate_list_sets_and_maps,

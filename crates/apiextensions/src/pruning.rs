@@ -252,12 +252,13 @@ fn coerce_meta(meta: &mut Map<String, Value>, prefix: &str, unknown: &mut Vec<St
 /// `DropInvalidFields: false`, and the root handling of the CR handler when
 /// `is_resource_root`): apiVersion and kind of embedded resources must be
 /// strings, and their metadata keeps only ObjectMeta's fields. Returns the
-/// dropped metadata paths, sorted, or upstream's error for a bad type.
+/// dropped metadata paths, sorted, or upstream's error for a bad type
+/// (boxed: a `FieldError` is large).
 pub fn coerce_object_meta(
     obj: &mut Value,
     schema: &Value,
     is_resource_root: bool,
-) -> Result<Vec<String>, berth_api::validation::FieldError> {
+) -> Result<Vec<String>, Box<berth_api::validation::FieldError>> {
     let mut unknown = Vec::new();
     let embedded = is_resource_root || sch::embedded_resource(schema);
     coerce(obj, Some(schema), embedded, "", &mut unknown, 0)?;
@@ -272,7 +273,7 @@ fn coerce(
     path: &str,
     unknown: &mut Vec<String>,
     depth: usize,
-) -> Result<(), berth_api::validation::FieldError> {
+) -> Result<(), Box<berth_api::validation::FieldError>> {
     use berth_api::validation::FieldError;
     let Some(s) = s else { return Ok(()) };
     if depth > crate::MAX_DEPTH {
@@ -285,20 +286,20 @@ fn coerce(
                     if let Some(v) = m.get(k)
                         && !v.is_string()
                     {
-                        return Err(FieldError::invalid(
+                        return Err(Box::new(FieldError::invalid(
                             sch::child(path, k),
                             crate::validation::go_value(v),
                             "must be a string",
-                        ));
+                        )));
                     }
                 }
                 if let Some(v) = m.get_mut("metadata") {
                     if let Some(e) = crate::validation::object_meta_decode_error(v) {
-                        return Err(FieldError::invalid(
+                        return Err(Box::new(FieldError::invalid(
                             sch::child(path, "metadata"),
                             crate::validation::go_value(v),
                             e,
-                        ));
+                        )));
                     }
                     match v {
                         Value::Object(meta) => {
@@ -349,10 +350,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// name, object, schema, is_resource_root, expected object, pruned paths.
+    type Case = (&'static str, Value, Value, bool, Value, Vec<&'static str>);
+
     #[test]
     fn prune_table() {
         // Cases after upstream's pruning/algorithm_test.go (TestPrune).
-        let cases: Vec<(&str, Value, Value, bool, Value, Vec<&str>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "empty schema prunes all",
                 json!({"a": 1, "b": {"c": 2}}),

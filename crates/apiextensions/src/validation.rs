@@ -332,7 +332,8 @@ impl Validator {
         result
     }
 
-    /// kube-openapi's `typeValidator`.
+    /// kube-openapi's `typeValidator` (its conditions kept in upstream's shape).
+    #[allow(clippy::nonminimal_bool)]
     fn type_check(
         &self,
         s: &Value,
