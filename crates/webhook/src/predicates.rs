@@ -255,3 +255,6 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
         .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;
