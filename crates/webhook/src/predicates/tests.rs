@@ -308,7 +308,8 @@ fn namespace_selectors() {
     let prod_ns = ns_obj("prod");
     let dev_ns = ns_obj("dev");
     // (selector, request, object, want: Ok(bool) or Err(code))
-    let cases: Vec<(Value, Req, Option<&Value>, Result<bool, u16>)> = vec![
+    type Case<'a> = (Value, Req, Option<&'a Value>, Result<bool, u16>);
+    let cases: Vec<Case> = vec![
         (
             sel.clone(),
             Req::new(Create, ("", "v1", "pods"), "Pod", "", "prod"),
@@ -436,21 +437,23 @@ fn should_call_reports_selector_errors_only_for_matching_rules() {
 
 #[test]
 fn equivalent_resources() {
-    let mut hooks = FakeHooks::default();
-    hooks.equivalents = vec![
-        (
-            GroupVersionResource::new("apps", "v1", "deployments"),
-            GroupVersionKind::new("apps", "v1", "Deployment"),
-        ),
-        (
-            GroupVersionResource::new("apps", "v1beta1", "deployments"),
-            GroupVersionKind::new("apps", "v1beta1", "Deployment"),
-        ),
-        (
-            GroupVersionResource::new("extensions", "v1beta1", "deployments"),
-            GroupVersionKind::new("extensions", "v1beta1", "Deployment"),
-        ),
-    ];
+    let mut hooks = FakeHooks {
+        equivalents: vec![
+            (
+                GroupVersionResource::new("apps", "v1", "deployments"),
+                GroupVersionKind::new("apps", "v1", "Deployment"),
+            ),
+            (
+                GroupVersionResource::new("apps", "v1beta1", "deployments"),
+                GroupVersionKind::new("apps", "v1beta1", "Deployment"),
+            ),
+            (
+                GroupVersionResource::new("extensions", "v1beta1", "deployments"),
+                GroupVersionKind::new("extensions", "v1beta1", "Deployment"),
+            ),
+        ],
+        ..Default::default()
+    };
     let req = Req::new(
         Operation::Create,
         ("apps", "v1", "deployments"),
