@@ -356,7 +356,9 @@ fn tls_text(e: &std::io::Error) -> String {
         return io_text(e);
     };
     let x509 = match err {
-        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+        // A bad signature means a CA of the same name but another key: to
+        // Go, an unknown authority too.
+        rustls::Error::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
             "x509: certificate signed by unknown authority".to_string()
         }
         rustls::Error::InvalidCertificate(C::NotValidForName)
@@ -366,7 +368,7 @@ fn tls_text(e: &std::io::Error) -> String {
         rustls::Error::InvalidCertificate(
             C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. },
         ) => "x509: certificate has expired or is not yet valid".to_string(),
-        rustls::Error::InvalidCertificate(other) => format!("x509: {other:?}"),
+        rustls::Error::InvalidCertificate(_) => format!("x509: {err}"),
         other => return format!("remote error: tls: {other}"),
     };
     format!("tls: failed to verify certificate: {x509}")
