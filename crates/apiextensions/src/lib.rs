@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`defaulting`] | `pkg/apiserver/schema/defaulting` (algorithm, prunenulls, validation) |
 //! | [`pruning`] | `pkg/apiserver/schema/pruning`; `pkg/apiserver/schema/objectmeta` (coercion) |
+//! | [`structural`] | `pkg/apiserver/schema` (convert.go `NewStructural`, validation.go, complete.go) |
 //! | [`validation`] | `pkg/apiserver/validation` over kube-openapi `pkg/validation/validate`, `errors`, `strfmt`; `pkg/apiserver/schema/objectmeta` (validation); `pkg/apiserver/schema/listtype` |
 //!
 //! Every walk over user input is bounded by [`MAX_DEPTH`].
@@ -17,12 +18,14 @@ pub mod formats;
 pub mod gofmt;
 pub mod pruning;
 mod schema;
+pub mod structural;
 pub mod validation;
 
 pub use defaulting::{
     apply_defaults, prune_non_nullable_nulls_without_defaults, validate_defaults,
 };
 pub use pruning::{coerce_object_meta, prune, unknown_field_message};
+pub use structural::validate_structural;
 pub use validation::{
     validate_custom_resource, validate_embedded_resources, validate_list_sets_and_maps,
     validate_value,
