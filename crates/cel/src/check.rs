@@ -93,7 +93,7 @@ impl T {
     pub(crate) fn name(&self) -> String {
         match &self.ty {
             Ty::Dyn => "dyn".into(),
-            Ty::Null => "null_type".into(),
+            Ty::Null => "null".into(),
             Ty::Bool => "bool".into(),
             Ty::Int => "int".into(),
             Ty::Uint => "uint".into(),
@@ -145,6 +145,8 @@ pub(crate) struct Checker<'a> {
     vars: &'a [(String, T)],
     scopes: Vec<(String, T)>,
     pub errors: Vec<CheckError>,
+    /// Errors cel-go raises when building the program (constant regexes).
+    pub instantiation_errors: Vec<String>,
     depth: usize,
 }
 
@@ -154,6 +156,7 @@ impl<'a> Checker<'a> {
             vars,
             scopes: Vec::new(),
             errors: Vec::new(),
+            instantiation_errors: Vec::new(),
             depth: 0,
         }
     }
@@ -201,8 +204,7 @@ impl<'a> Checker<'a> {
                 Some(t) => (t.clone(), 1),
                 None => match name.as_str() {
                     // Type identifiers (`type(x) == string`).
-                    "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
-                    | "null_type" | "type" | "dyn" => (T::new(Ty::Type), 1),
+                    n if crate::eval::TYPE_NAMES.contains(&n) => (T::new(Ty::Type), 1),
                     _ => self.err(
                         e.id,
                         format!("undeclared reference to '{name}' (in container '')"),
@@ -210,6 +212,12 @@ impl<'a> Checker<'a> {
                 },
             },
             Expr::Select(s) => {
+                if !s.test
+                    && self.lookup("google").is_none()
+                    && crate::eval::qualified_type(e).is_some()
+                {
+                    return (T::new(Ty::Type), 1);
+                }
                 let (operand, cost) = self.check(&s.operand);
                 let t = self.select(e.id, &operand, &s.field);
                 let t = if s.test { T::new(Ty::Bool) } else { t };
@@ -240,11 +248,7 @@ impl<'a> Checker<'a> {
                         Some(prev) => {
                             return self.err(
                                 el.id,
-                                format!(
-                                    "expected type '{}' but found '{}'",
-                                    prev.name(),
-                                    t.name()
-                                ),
+                                format!("expected type '{}' but found '{}'", prev.name(), t.name()),
                             );
                         }
                     });
@@ -424,6 +428,23 @@ impl<'a> Checker<'a> {
             arg_ts.push(t);
         }
         let fname = qualified.as_deref().unwrap_or(name);
+        // cel-go compiles constant patterns when building the program.
+        if matches!(fname, "matches" | "find" | "findAll") {
+            let pattern = if target.is_some() {
+                args.first()
+            } else {
+                args.get(1)
+            };
+            if let Some(Expr::Literal(LiteralValue::String(p))) = pattern.map(|p| &p.expr)
+                && let Err(e) = regex::Regex::new(p.inner())
+            {
+                let detail = e.to_string();
+                let last = detail.lines().last().unwrap_or("").trim();
+                let last = last.strip_prefix("error: ").unwrap_or(last);
+                self.instantiation_errors
+                    .push(format!("error parsing regexp: {last}: `{}`", p.inner()));
+            }
+        }
         let result = match signature(fname, target_t.as_ref(), &arg_ts) {
             Sig::Ok(t) => t,
             Sig::NoMatch => {
@@ -628,7 +649,11 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
         ("_+_", [a, c]) => {
             return match (&a.ty, &c.ty) {
                 (Y::Dyn, _) | (_, Y::Dyn) => Sig::Ok(T::sized(
-                    if a.is_dyn() { c.ty.clone() } else { a.ty.clone() },
+                    if a.is_dyn() {
+                        c.ty.clone()
+                    } else {
+                        a.ty.clone()
+                    },
                     a.max.saturating_add(c.max),
                 )),
                 (Y::Timestamp, Y::Duration) | (Y::Duration, Y::Timestamp) => {
@@ -732,17 +757,41 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
     match (name, member) {
         ("size", _) => {
             let x = if member { &t } else { &a0 };
-            if is(x, |y| matches!(y, Y::String | Y::Bytes | Y::List(_) | Y::Map(..))) {
+            if is(x, |y| {
+                matches!(y, Y::String | Y::Bytes | Y::List(_) | Y::Map(..))
+            }) {
                 int()
             } else {
                 Sig::NoMatch
             }
         }
         ("contains" | "startsWith" | "endsWith" | "matches", true) => {
-            if is_str(&t) && all_str { b() } else { Sig::NoMatch }
+            if is_str(&t) && all_str {
+                b()
+            } else {
+                Sig::NoMatch
+            }
         }
-        ("matches", false) => if all_str { b() } else { Sig::NoMatch },
+        ("matches", false) => {
+            if all_str {
+                b()
+            } else {
+                Sig::NoMatch
+            }
+        }
         ("int" | "uint" | "double" | "string" | "bytes" | "bool", false) => {
+            let convertible = match &a0.ty {
+                Y::Dyn => true,
+                Y::Int | Y::Uint | Y::Double | Y::String => true,
+                Y::Bool => matches!(name, "string" | "bool"),
+                Y::Bytes => matches!(name, "string" | "bytes"),
+                Y::Timestamp | Y::Duration => matches!(name, "string" | "int"),
+                Y::Opaque(o) => name == "string" && [IP, CIDR].contains(o),
+                _ => false,
+            };
+            if !convertible {
+                return Sig::NoMatch;
+            }
             let ty = match name {
                 "int" => Y::Int,
                 "uint" => Y::Uint,
@@ -751,7 +800,11 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
                 "bytes" => Y::Bytes,
                 _ => Y::Bool,
             };
-            let max = if matches!(ty, Y::String | Y::Bytes) { a0.max.max(20) } else { 1 };
+            let max = if matches!(ty, Y::String | Y::Bytes) {
+                a0.max.max(20)
+            } else {
+                1
+            };
             Sig::Ok(T::sized(ty, max))
         }
         ("dyn", false) => Sig::Ok(T::dyn_()),
@@ -775,7 +828,11 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
             | "getDayOfYear",
             true,
         ) => {
-            if is(&t, |y| matches!(y, Y::Timestamp)) && all_str { int() } else { Sig::NoMatch }
+            if is(&t, |y| matches!(y, Y::Timestamp)) && all_str {
+                int()
+            } else {
+                Sig::NoMatch
+            }
         }
         ("getHours" | "getMinutes" | "getSeconds" | "getMilliseconds", true) => {
             if is(&t, |y| matches!(y, Y::Timestamp | Y::Duration)) && all_str {
@@ -807,10 +864,18 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
             _ => Sig::NoMatch,
         },
         ("charAt" | "substring", true) => {
-            if is_str(&t) && args.iter().all(is_int) { string(tmax) } else { Sig::NoMatch }
+            if is_str(&t) && args.iter().all(is_int) {
+                string(tmax)
+            } else {
+                Sig::NoMatch
+            }
         }
         ("lowerAscii" | "upperAscii" | "trim" | "reverse", true) => {
-            if is_str(&t) { string(tmax) } else { Sig::NoMatch }
+            if is_str(&t) {
+                string(tmax)
+            } else {
+                Sig::NoMatch
+            }
         }
         ("replace", true) => {
             if is_str(&t) && args.iter().take(2).all(is_str) {
@@ -827,17 +892,30 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
             }
         }
         ("format", true) => {
-            if is_str(&t) && is_list(&a0) { string(UNBOUNDED) } else { Sig::NoMatch }
+            if is_str(&t) && is_list(&a0) {
+                string(UNBOUNDED)
+            } else {
+                Sig::NoMatch
+            }
         }
         ("join", true) => {
-            if is(&t, |y| matches!(y, Y::List(e) if is(e, |y| matches!(y, Y::String)))) && all_str
+            if is(
+                &t,
+                |y| matches!(y, Y::List(e) if is(e, |y| matches!(y, Y::String))),
+            ) && all_str
             {
                 string(UNBOUNDED)
             } else {
                 Sig::NoMatch
             }
         }
-        ("strings.quote", false) => if all_str { string(UNBOUNDED) } else { Sig::NoMatch },
+        ("strings.quote", false) => {
+            if all_str {
+                string(UNBOUNDED)
+            } else {
+                Sig::NoMatch
+            }
+        }
         ("isSorted" | "sum" | "min" | "max" | "slice" | "flatten" | "distinct", true) => {
             let el = match &t.ty {
                 Y::List(e) => (**e).clone(),
@@ -851,7 +929,13 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
                 _ => Sig::Ok(t.clone()),
             }
         }
-        ("find", true) => if is_str(&t) && all_str { string(tmax) } else { Sig::NoMatch },
+        ("find", true) => {
+            if is_str(&t) && all_str {
+                string(tmax)
+            } else {
+                Sig::NoMatch
+            }
+        }
         ("findAll", true) => {
             if is_str(&t) && is_str(&a0) {
                 Sig::Ok(T::sized(Y::List(Box::new(T::sized(Y::String, tmax))), tmax))
@@ -860,10 +944,17 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
             }
         }
         ("sets.contains" | "sets.equivalent" | "sets.intersects", false) => {
-            if args.iter().all(is_list) { b() } else { Sig::NoMatch }
+            if args.iter().all(is_list) {
+                b()
+            } else {
+                Sig::NoMatch
+            }
         }
-        ("url" | "isURL" | "quantity" | "isQuantity" | "ip" | "isIP" | "ip.isCanonical" | "cidr"
-        | "isCIDR" | "format.named", false) => {
+        (
+            "url" | "isURL" | "quantity" | "isQuantity" | "ip" | "isIP" | "ip.isCanonical" | "cidr"
+            | "isCIDR" | "format.named",
+            false,
+        ) => {
             if !all_str {
                 return Sig::NoMatch;
             }
@@ -872,14 +963,16 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
                 "quantity" => opaque(QUANTITY),
                 "ip" => opaque(IP),
                 "cidr" => opaque(CIDR),
-                "format.named" => {
-                    Sig::Ok(T::new(Y::Optional(Box::new(T::new(Y::Opaque(FORMAT))))))
-                }
+                "format.named" => Sig::Ok(T::new(Y::Optional(Box::new(T::new(Y::Opaque(FORMAT)))))),
                 _ => b(),
             }
         }
         ("getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath", true) => {
-            if is_opaque(&t, URL) { string(UNBOUNDED) } else { Sig::NoMatch }
+            if is_opaque(&t, URL) {
+                string(UNBOUNDED)
+            } else {
+                Sig::NoMatch
+            }
         }
         ("getQuery", true) => {
             if is_opaque(&t, URL) {
@@ -921,14 +1014,33 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
                 Sig::NoMatch
             }
         }
-        ("family", true) => if is_opaque(&t, IP) { int() } else { Sig::NoMatch },
+        ("family", true) => {
+            if is_opaque(&t, IP) {
+                int()
+            } else {
+                Sig::NoMatch
+            }
+        }
         (
-            "isUnspecified" | "isLoopback" | "isLinkLocalMulticast" | "isLinkLocalUnicast"
+            "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
             | "isGlobalUnicast",
             true,
-        ) => if is_opaque(&t, IP) { b() } else { Sig::NoMatch },
+        ) => {
+            if is_opaque(&t, IP) {
+                b()
+            } else {
+                Sig::NoMatch
+            }
+        }
         ("containsIP", true) => {
-            if is_opaque(&t, CIDR) && (is_opaque(&a0, IP) || is_str(&a0)) { b() } else { Sig::NoMatch }
+            if is_opaque(&t, CIDR) && (is_opaque(&a0, IP) || is_str(&a0)) {
+                b()
+            } else {
+                Sig::NoMatch
+            }
         }
         ("containsCIDR", true) => {
             if is_opaque(&t, CIDR) && (is_opaque(&a0, CIDR) || is_str(&a0)) {
@@ -937,9 +1049,27 @@ fn signature(name: &str, target: Option<&T>, args: &[T]) -> Sig {
                 Sig::NoMatch
             }
         }
-        ("ip", true) => if is_opaque(&t, CIDR) { opaque(IP) } else { Sig::NoMatch },
-        ("masked", true) => if is_opaque(&t, CIDR) { opaque(CIDR) } else { Sig::NoMatch },
-        ("prefixLength", true) => if is_opaque(&t, CIDR) { int() } else { Sig::NoMatch },
+        ("ip", true) => {
+            if is_opaque(&t, CIDR) {
+                opaque(IP)
+            } else {
+                Sig::NoMatch
+            }
+        }
+        ("masked", true) => {
+            if is_opaque(&t, CIDR) {
+                opaque(CIDR)
+            } else {
+                Sig::NoMatch
+            }
+        }
+        ("prefixLength", true) => {
+            if is_opaque(&t, CIDR) {
+                int()
+            } else {
+                Sig::NoMatch
+            }
+        }
         ("validate", true) => {
             if is_opaque(&t, FORMAT) && all_str {
                 Sig::Ok(T::new(Y::Optional(Box::new(T::sized(

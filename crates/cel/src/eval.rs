@@ -14,6 +14,41 @@ use crate::value::{EvalValue, Key};
 /// Namespaces of global functions written as `ns.fn(...)`.
 pub(crate) const NAMESPACES: &[&str] = &["optional", "sets", "format", "ip", "strings"];
 
+/// Type identifiers usable as values (`type(x) == int`).
+pub(crate) const TYPE_NAMES: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
+
+/// `google.protobuf.Duration` and `google.protobuf.Timestamp` as type values.
+pub(crate) fn qualified_type(e: &IdedExpr) -> Option<&'static str> {
+    let Expr::Select(s) = &e.expr else {
+        return None;
+    };
+    let Expr::Select(p) = &s.operand.expr else {
+        return None;
+    };
+    let Expr::Ident(g) = &p.operand.expr else {
+        return None;
+    };
+    if g != "google" || p.field != "protobuf" || p.test {
+        return None;
+    }
+    match s.field.as_str() {
+        "Duration" => Some("google.protobuf.Duration"),
+        "Timestamp" => Some("google.protobuf.Timestamp"),
+        _ => None,
+    }
+}
+
 /// The deepest the interpreter recurses; the parser bounds nesting well
 /// below this, so it is a second guard for the stack.
 const MAX_DEPTH: usize = 1000;
@@ -45,7 +80,9 @@ impl Activation {
 
 pub(crate) struct Interp<'a> {
     vars: &'a Activation,
-    scopes: Vec<(String, EvalValue)>,
+    /// Comprehension variables. cel-go's accumulators can hold an error (an
+    /// `exists` step that failed on one element), so a slot is a result.
+    scopes: Vec<(String, Result<EvalValue, EvalError>)>,
     pub(crate) cost: u64,
     limit: u64,
     cx: CallContext,
@@ -72,13 +109,11 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn lookup(&self, name: &str) -> Option<&EvalValue> {
-        self.scopes
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-            .or_else(|| self.vars.get(name))
+    fn lookup(&self, name: &str) -> Option<Result<EvalValue, EvalError>> {
+        if let Some((_, v)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return Some(v.clone());
+        }
+        self.vars.get(name).cloned().map(Ok)
     }
 
     pub(crate) fn eval(&mut self, e: &IdedExpr) -> Result<EvalValue, EvalError> {
@@ -97,9 +132,22 @@ impl<'a> Interp<'a> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => {
                 self.charge(1)?;
-                self.lookup(name)
-                    .cloned()
-                    .ok_or_else(|| EvalError::Other(format!("no such attribute: {name}")))
+                match self.lookup(name) {
+                    Some(v) => v,
+                    None if TYPE_NAMES.contains(&name.as_str()) => {
+                        Ok(EvalValue::Type(Arc::from(name.as_str())))
+                    }
+                    None => Err(EvalError::Other(format!("no such attribute: {name}"))),
+                }
+            }
+            Expr::Select(s) if !s.test && self.lookup("google").is_none() => {
+                if let Some(t) = qualified_type(e) {
+                    self.charge(1)?;
+                    return Ok(EvalValue::Type(Arc::from(t)));
+                }
+                let operand = self.eval(&s.operand)?;
+                self.charge(1)?;
+                select(&operand, &s.field, s.test)
             }
             Expr::Select(s) => {
                 let operand = self.eval(&s.operand)?;
@@ -167,7 +215,7 @@ impl<'a> Interp<'a> {
                 };
                 let accu = self.eval(&c.accu_init)?;
                 let base = self.scopes.len();
-                self.scopes.push((c.accu_var.clone(), accu));
+                self.scopes.push((c.accu_var.clone(), Ok(accu)));
                 let r = self.run_loop(c, pairs, matches!(range, EvalValue::List(_)), base);
                 self.scopes.truncate(base);
                 r
@@ -191,12 +239,12 @@ impl<'a> Interp<'a> {
             match &c.iter_var2 {
                 // Two-variable comprehensions: (index, value) or (key, value).
                 Some(v2) => {
-                    self.scopes.push((c.iter_var.clone(), first));
-                    self.scopes.push((v2.clone(), second));
+                    self.scopes.push((c.iter_var.clone(), Ok(first)));
+                    self.scopes.push((v2.clone(), Ok(second)));
                 }
                 None => {
                     let v = if is_list { second } else { first };
-                    self.scopes.push((c.iter_var.clone(), v));
+                    self.scopes.push((c.iter_var.clone(), Ok(v)));
                 }
             }
             match self.eval(&c.loop_cond)? {
@@ -204,7 +252,10 @@ impl<'a> Interp<'a> {
                 EvalValue::Bool(false) => break,
                 _ => return Err(functions::no_overload()),
             }
-            let step = self.eval(&c.loop_step)?;
+            let step = self.eval(&c.loop_step);
+            if let Err(EvalError::CostLimitExceeded) = step {
+                return step;
+            }
             self.scopes[base].1 = step;
         }
         self.scopes.truncate(base + 1);
@@ -248,8 +299,10 @@ impl<'a> Interp<'a> {
                     && let Some(slot) = self.scopes.iter().rposition(|(s, _)| s == n)
                 {
                     let rhs = self.eval(b)?;
-                    let mut lhs = std::mem::replace(&mut self.scopes[slot].1, EvalValue::Null);
-                    if let (EvalValue::List(l), EvalValue::List(r)) = (&mut lhs, &rhs) {
+                    let mut lhs = std::mem::replace(&mut self.scopes[slot].1, Ok(EvalValue::Null))?;
+                    if let (EvalValue::List(l), EvalValue::List(r)) = (&mut lhs, &rhs)
+                        && l.list_type == crate::value::ListType::Atomic
+                    {
                         self.charge(1 + (r.items.len() as u64).div_ceil(10))?;
                         Arc::make_mut(l).items.extend(r.items.iter().cloned());
                         return Ok(lhs);

@@ -8,11 +8,11 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, FixedOffset, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, TimeZone, Timelike};
 
 use crate::EvalError;
 use crate::library;
-use crate::value::{EvalValue, Key, ListValue, equals, numeric_cmp};
+use crate::value::{EvalValue, Key, ListType, ListValue, equals, map_keys_match, numeric_cmp};
 
 pub(crate) type CallResult = Result<EvalValue, EvalError>;
 
@@ -87,9 +87,7 @@ fn stdlib(
         ("_[_]", None, [a, b]) => index(a, b),
         ("size", None, [a]) | ("size", Some(a), []) => size(a),
         ("contains", Some(V::String(s)), [V::String(x)]) => Ok(V::Bool(s.contains(&**x))),
-        ("startsWith", Some(V::String(s)), [V::String(x)]) => {
-            Ok(V::Bool(s.starts_with(&**x)))
-        }
+        ("startsWith", Some(V::String(s)), [V::String(x)]) => Ok(V::Bool(s.starts_with(&**x))),
         ("endsWith", Some(V::String(s)), [V::String(x)]) => Ok(V::Bool(s.ends_with(&**x))),
         ("matches", Some(V::String(s)), [V::String(re)])
         | ("matches", None, [V::String(s), V::String(re)]) => {
@@ -105,7 +103,9 @@ fn stdlib(
         ("bool", None, [V::String(s)]) => match &**s {
             "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(V::Bool(true)),
             "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(V::Bool(false)),
-            _ => Err(EvalError::Other(format!("type conversion error from 'string' to 'bool'"))),
+            _ => Err(EvalError::Other(format!(
+                "type conversion error from 'string' to 'bool'"
+            ))),
         },
         ("dyn", None, [a]) => Ok(a.clone()),
         ("type", None, [a]) => Ok(V::Type(Arc::from(a.type_name()))),
@@ -113,16 +113,16 @@ fn stdlib(
             .map(V::Duration)
             .ok_or_else(|| EvalError::Other(format!("time: invalid duration \"{s}\""))),
         ("duration", None, [d @ V::Duration(_)]) => Ok(d.clone()),
-        ("timestamp", None, [V::String(s)]) => parse_timestamp(s)
-            .map(V::Timestamp)
-            .ok_or_else(|| {
+        ("timestamp", None, [V::String(s)]) => {
+            parse_timestamp(s).map(V::Timestamp).ok_or_else(|| {
                 EvalError::Other(format!(
                     "parsing time \"{s}\" as \"2006-01-02T15:04:05Z07:00\": cannot parse"
                 ))
-            }),
+            })
+        }
         ("timestamp", None, [t @ V::Timestamp(_)]) => Ok(t.clone()),
         ("timestamp", None, [V::Int(secs)]) => DateTime::from_timestamp(*secs, 0)
-            .map(V::Timestamp)
+            .map(|t| V::Timestamp(t.fixed_offset()))
             .ok_or_else(|| EvalError::Other("timestamp out of range".into())),
         (
             "getFullYear" | "getMonth" | "getDayOfMonth" | "getDate" | "getDayOfWeek"
@@ -185,15 +185,7 @@ fn add(a: &EvalValue, b: &EvalValue) -> CallResult {
             V::from(s)
         }
         (V::Bytes(x), V::Bytes(y)) => V::Bytes([&x[..], &y[..]].concat().into()),
-        (V::List(x), V::List(y)) => {
-            let mut items = Vec::with_capacity(x.items.len() + y.items.len());
-            items.extend(x.items.iter().cloned());
-            items.extend(y.items.iter().cloned());
-            V::List(Arc::new(ListValue {
-                items,
-                list_type: x.list_type.clone(),
-            }))
-        }
+        (V::List(x), V::List(y)) => V::List(Arc::new(concat_lists(x, y))),
         (V::Duration(x), V::Duration(y)) => V::Duration(x.checked_add(*y).ok_or_else(overflow)?),
         (V::Timestamp(t), V::Duration(d)) | (V::Duration(d), V::Timestamp(t)) => {
             V::Timestamp(add_duration(t, *d)?)
@@ -202,7 +194,38 @@ fn add(a: &EvalValue, b: &EvalValue) -> CallResult {
     })
 }
 
-fn add_duration(t: &DateTime<Utc>, d: i64) -> Result<DateTime<Utc>, EvalError> {
+/// List concatenation; for `list-type: set` a union and for `list-type: map`
+/// a merge where the right side's element replaces the left's with the same
+/// keys, as upstream's unstructured lists.
+pub(crate) fn concat_lists(x: &ListValue, y: &ListValue) -> ListValue {
+    let list_type = if x.list_type != ListType::Atomic {
+        x.list_type.clone()
+    } else {
+        y.list_type.clone()
+    };
+    let mut items = x.items.clone();
+    match &list_type {
+        ListType::Atomic => items.extend(y.items.iter().cloned()),
+        ListType::Set => {
+            for e in &y.items {
+                if !items.iter().any(|i| equals(i, e)) {
+                    items.push(e.clone());
+                }
+            }
+        }
+        ListType::Map(keys) => {
+            for e in &y.items {
+                match items.iter().position(|i| map_keys_match(i, e, keys)) {
+                    Some(p) => items[p] = e.clone(),
+                    None => items.push(e.clone()),
+                }
+            }
+        }
+    }
+    ListValue { items, list_type }
+}
+
+fn add_duration(t: &DateTime<FixedOffset>, d: i64) -> Result<DateTime<FixedOffset>, EvalError> {
     t.checked_add_signed(chrono::TimeDelta::nanoseconds(d))
         .filter(|t| (1..=9999).contains(&t.year()))
         .ok_or_else(|| EvalError::Other("timestamp overflow".into()))
@@ -351,8 +374,7 @@ fn to_int(a: &EvalValue) -> CallResult {
         V::Int(i) => *i,
         V::Uint(u) => i64::try_from(*u).map_err(|_| range_error(a, "int"))?,
         V::Double(d) => {
-            if !d.is_finite() || *d <= -9.223_372_036_854_776e18 || *d >= 9.223_372_036_854_776e18
-            {
+            if !d.is_finite() || *d <= -9.223_372_036_854_776e18 || *d >= 9.223_372_036_854_776e18 {
                 return Err(range_error(a, "int"));
             }
             d.trunc() as i64
@@ -386,7 +408,9 @@ fn to_double(a: &EvalValue) -> CallResult {
         V::Double(d) => *d,
         V::Int(i) => *i as f64,
         V::Uint(u) => *u as f64,
-        V::String(s) => s.parse::<f64>().map_err(|_| conversion_error(a, "double"))?,
+        V::String(s) => s
+            .parse::<f64>()
+            .map_err(|_| conversion_error(a, "double"))?,
         _ => return Err(no_overload()),
     }))
 }
@@ -399,10 +423,10 @@ fn to_string(a: &EvalValue) -> CallResult {
         V::Uint(u) => V::from(u.to_string()),
         V::Double(d) => V::from(format_double(*d)),
         V::Bool(b) => V::from(b.to_string()),
-        V::Bytes(b) => V::from(
-            String::from_utf8(b.to_vec()).map_err(|_| conversion_error(a, "string"))?,
-        ),
-        V::Timestamp(t) => V::from(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        V::Bytes(b) => {
+            V::from(String::from_utf8(b.to_vec()).map_err(|_| conversion_error(a, "string"))?)
+        }
+        V::Timestamp(t) => V::from(format_timestamp(t)),
         V::Duration(d) => V::from(format_duration(*d)),
         V::Type(t) => V::String(t.clone()),
         V::Quantity(q) => V::from(q.canonical()),
@@ -419,7 +443,11 @@ fn format_double(d: f64) -> String {
         return "NaN".into();
     }
     if d.is_infinite() {
-        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if d > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     let abs = d.abs();
     if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
@@ -507,9 +535,29 @@ pub(crate) fn parse_go_duration(s: &str) -> Option<i64> {
 }
 
 /// RFC 3339 timestamps, in CEL's range (years 1 to 9999).
-pub(crate) fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
-    let t = DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc);
-    (1..=9999).contains(&t.year()).then_some(t)
+pub(crate) fn parse_timestamp(s: &str) -> Option<DateTime<FixedOffset>> {
+    let t = DateTime::parse_from_rfc3339(s).ok()?;
+    (1..=9999).contains(&t.naive_utc().year()).then_some(t)
+}
+
+/// Go's `time.RFC3339Nano`: fraction without trailing zeros, `Z` for UTC.
+pub(crate) fn format_timestamp(t: &DateTime<FixedOffset>) -> String {
+    let base = t.format("%Y-%m-%dT%H:%M:%S").to_string();
+    let nanos = t.timestamp_subsec_nanos();
+    let frac = if nanos == 0 {
+        String::new()
+    } else {
+        format!(".{nanos:09}").trim_end_matches('0').to_string()
+    };
+    let off = t.offset().local_minus_utc();
+    let zone = if off == 0 {
+        "Z".to_string()
+    } else {
+        let sign = if off < 0 { '-' } else { '+' };
+        let a = off.unsigned_abs();
+        format!("{sign}{:02}:{:02}", a / 3600, (a % 3600) / 60)
+    };
+    format!("{base}{frac}{zone}")
 }
 
 fn tz_offset(tz: &str) -> Result<FixedOffset, EvalError> {
@@ -521,6 +569,7 @@ fn tz_offset(tz: &str) -> Result<FixedOffset, EvalError> {
     let (sign, rest) = match tz.as_bytes().first() {
         Some(b'+') => (1, &tz[1..]),
         Some(b'-') => (-1, &tz[1..]),
+        Some(c) if c.is_ascii_digit() => (1, tz),
         _ => return Err(EvalError::Other(format!("unknown time zone {tz}"))),
     };
     let (h, m) = rest.split_once(':').unwrap_or((rest, "0"));
@@ -531,7 +580,7 @@ fn tz_offset(tz: &str) -> Result<FixedOffset, EvalError> {
         .ok_or_else(|| EvalError::Other(format!("unknown time zone {tz}")))
 }
 
-fn timestamp_part(name: &str, t: &DateTime<Utc>, tz: Option<&str>) -> CallResult {
+fn timestamp_part(name: &str, t: &DateTime<FixedOffset>, tz: Option<&str>) -> CallResult {
     let off = tz_offset(tz.unwrap_or("UTC"))?;
     let t = off.from_utc_datetime(&t.naive_utc());
     let v = match name {
@@ -603,11 +652,9 @@ pub(crate) fn call_cost(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
         // Evaluated lazily, counted by the interpreter through their operands.
         "_&&_" | "_||_" | "_?_:_" | "@not_strictly_false" => 0,
         "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "trim"
-        | "reverse" | "charAt" | "indexOf" | "lastIndexOf" | "substring" | "split"
-        | "replace" | "url" | "isURL" | "ip" | "isIP" | "cidr" | "isCIDR" | "quantity"
-        | "isQuantity" | "string" | "bytes" | "timestamp" | "duration" | "validate" => {
-            1 + traverse(first)
-        }
+        | "reverse" | "charAt" | "indexOf" | "lastIndexOf" | "substring" | "split" | "replace"
+        | "url" | "isURL" | "ip" | "isIP" | "cidr" | "isCIDR" | "quantity" | "isQuantity"
+        | "string" | "bytes" | "timestamp" | "duration" | "validate" => 1 + traverse(first),
         "matches" | "find" | "findAll" => {
             let (s, re) = match (target, args) {
                 (Some(s), [re, ..]) => (s, *re),
@@ -620,7 +667,10 @@ pub(crate) fn call_cost(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
             let small = args.iter().copied().min().unwrap_or(1);
             1 + traverse(small)
         }
-        "_+_" => args.iter().copied().fold(1u64, |a, b| a.saturating_add(traverse(b))),
+        "_+_" => args
+            .iter()
+            .copied()
+            .fold(1u64, |a, b| a.saturating_add(traverse(b))),
         "@in" => 1 + args.get(1).copied().unwrap_or(1),
         "join" | "isSorted" | "sum" | "min" | "max" | "sets.contains" | "sets.equivalent"
         | "sets.intersects" | "flatten" | "distinct" => {

@@ -169,7 +169,12 @@ pub fn compile(expr: &str, env: &Env) -> Result<Program, CompileError> {
             .map(|e| parse::issue(expr, offsets.get(&e.id).copied(), &e.msg))
             .collect();
         return Err(CompileError {
-            message: issues.join("\n"),
+            message: format!("compilation failed: {}", issues.join("\n")),
+        });
+    }
+    if let Some(e) = checker.instantiation_errors.first() {
+        return Err(CompileError {
+            message: format!("program instantiation failed: {e}"),
         });
     }
     let mut idents = BTreeSet::new();

@@ -134,7 +134,13 @@ fn ast_depth(e: &IdedExpr) -> usize {
                 }
             }
             Expr::Comprehension(c) => {
-                for x in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                for x in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
                     stack.push((x, d));
                 }
             }
@@ -166,9 +172,13 @@ fn collect_offsets(src: &str, e: &IdedExpr, info: &cel::common::ast::SourceInfo)
                     }
                 }
             }
-            Expr::Comprehension(c) => {
-                stack.extend([&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result])
-            }
+            Expr::Comprehension(c) => stack.extend([
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]),
             _ => {}
         }
     }
@@ -180,16 +190,17 @@ pub(crate) fn parse(src: &str) -> Result<(IdedExpr, Offsets), CompileError> {
     if size > EXPRESSION_SIZE_CODE_POINT_LIMIT {
         return Err(CompileError {
             message: format!(
-                "expression code point size exceeds limit: size: {size}, limit {EXPRESSION_SIZE_CODE_POINT_LIMIT}"
+                "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: {size}, limit {EXPRESSION_SIZE_CODE_POINT_LIMIT}"
             ),
         });
     }
     let too_deep = || CompileError {
-        message: issue(
-            src,
-            Some((1, 0)),
-            &format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
-        ),
+        message: "compilation failed: ".to_string()
+            + &issue(
+                src,
+                Some((1, 0)),
+                &format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
+            ),
     };
     // The parser and everything after it recurse on the nesting: refuse what
     // could be deeper than upstream's limit before parsing at all.
@@ -212,14 +223,13 @@ pub(crate) fn parse(src: &str) -> Result<(IdedExpr, Offsets), CompileError> {
                 .errors
                 .iter()
                 .map(|e| {
-                    let pos = (e.pos.0 > 0).then(|| {
-                        (e.pos.0 as usize, (e.pos.1.max(1) - 1) as usize)
-                    });
+                    let pos =
+                        (e.pos.0 > 0).then(|| (e.pos.0 as usize, (e.pos.1.max(1) - 1) as usize));
                     issue(src, pos, &e.msg)
                 })
                 .collect();
             Err(CompileError {
-                message: issues.join("\n"),
+                message: format!("compilation failed: {}", issues.join("\n")),
             })
         }
     }

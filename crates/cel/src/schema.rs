@@ -233,8 +233,7 @@ fn decl_type_depth(
                         ) else {
                             continue;
                         };
-                        if required.contains(&prop_name.as_str()) && prop.get("default").is_none()
-                        {
+                        if required.contains(&prop_name.as_str()) && prop.get("default").is_none() {
                             min_size = min_size
                                 .saturating_add(prop_name.len() as u64)
                                 .saturating_add(field.min_serialized_size)
@@ -266,9 +265,7 @@ fn decl_type_depth(
                 MIN_DURATION_SIZE_JSON,
                 MAX_DURATION_SIZE_JSON,
             ),
-            Some("date") => {
-                DeclType::simple(DeclKind::Timestamp, JSON_DATE_SIZE, JSON_DATE_SIZE)
-            }
+            Some("date") => DeclType::simple(DeclKind::Timestamp, JSON_DATE_SIZE, JSON_DATE_SIZE),
             Some("date-time") => DeclType::simple(
                 DeclKind::Timestamp,
                 MIN_DATETIME_SIZE_JSON,
@@ -437,14 +434,19 @@ fn json_to_value_depth(v: &Value, decl: Option<&DeclType>, depth: usize) -> Eval
         (DeclKind::Object { name, fields }, Value::Object(m)) => {
             let mut entries = BTreeMap::new();
             for (k, v) in m {
-                // Fields the schema does not declare are not visible to CEL.
-                let Some(escaped) = escape(k) else { continue };
-                if let Some(field) = fields.get(&escaped) {
-                    entries.insert(
-                        Key::String(Arc::from(escaped.as_str())),
-                        json_to_value_depth(v, Some(field), depth + 1),
-                    );
+                // A null field is an absent field to rules.
+                if v.is_null() {
+                    continue;
                 }
+                // Fields the schema does not declare cannot be selected (the
+                // checker refuses them) but still count for equality.
+                let escaped = escape(k);
+                let field = escaped.as_ref().and_then(|e| fields.get(e));
+                let key = escaped.unwrap_or_else(|| k.clone());
+                entries.insert(
+                    Key::String(Arc::from(key.as_str())),
+                    json_to_value_depth(v, field.map(|f| &**f), depth + 1),
+                );
             }
             EvalValue::Map(Arc::new(MapValue {
                 entries,
@@ -502,9 +504,9 @@ fn untyped(v: &Value, depth: usize) -> EvalValue {
     }
 }
 
-fn parse_date(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+fn parse_date(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
     let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
-    Some(d.and_hms_opt(0, 0, 0)?.and_utc())
+    Some(d.and_hms_opt(0, 0, 0)?.and_utc().fixed_offset())
 }
 
 /// The schema of the node at `path` below `s` (`properties`, `items`,

@@ -162,9 +162,9 @@ impl Validator {
                 for (i, item) in items.iter().enumerate() {
                     // Only map lists correlate old elements (by their keys).
                     let old_item = match (&keys, old_items) {
-                        (Some(keys), Some(olds)) => olds.iter().find(|o| {
-                            keys.iter().all(|k| o.get(*k) == item.get(*k))
-                        }),
+                        (Some(keys), Some(olds)) => olds
+                            .iter()
+                            .find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k))),
                         _ => None,
                     };
                     self.walk(
@@ -248,7 +248,7 @@ impl Validator {
             let program = match &*compiled {
                 Ok(p) => p,
                 Err(e) => {
-                    let detail = format!("rule compile error: compilation failed: {e}");
+                    let detail = format!("rule compile error: {e}");
                     self.errors
                         .push(FieldError::invalid(field.clone(), ty.clone(), detail));
                     continue;
@@ -271,8 +271,11 @@ impl Validator {
             }
             let (result, cost) = program.eval_with_limit(&act, PER_CALL_LIMIT);
             if cost > i64::MAX as u64 || cost as i64 > self.budget {
-                self.errors
-                    .push(FieldError::invalid(field.clone(), ty.clone(), OUT_OF_BUDGET));
+                self.errors.push(FieldError::invalid(
+                    field.clone(),
+                    ty.clone(),
+                    OUT_OF_BUDGET,
+                ));
                 self.budget = -1;
                 return;
             }
@@ -358,8 +361,12 @@ impl Validator {
                 Some(m) if !m.is_empty() => m.to_string(),
                 _ => format!("failed rule: {res}"),
             });
-            self.errors
-                .push(error_for_reason(err_field, ty.clone(), detail, str_of(rule, "reason")));
+            self.errors.push(error_for_reason(
+                err_field,
+                ty.clone(),
+                detail,
+                str_of(rule, "reason"),
+            ));
         }
     }
 }
@@ -417,7 +424,11 @@ pub(crate) fn valid_field_path(json_path: &str, schema: &Value) -> Result<String
                         Some((_, '\\')) => key.push('\\'),
                         Some((_, 'n')) => key.push('\n'),
                         Some((_, 't')) => key.push('\t'),
-                        Some((_, o)) => return Err(format!("invalid string literal: invalid escape char \\{o}")),
+                        Some((_, o)) => {
+                            return Err(format!(
+                                "invalid string literal: invalid escape char \\{o}"
+                            ));
+                        }
                         None => return Err("unexpected end of JSON path".into()),
                     },
                     '\'' => {
@@ -611,8 +622,10 @@ impl RulesChecker {
             let (r, m) = (raw_rule.trim(), raw_msg.trim());
             let before = self.errors.len();
             if r.is_empty() {
-                self.errors
-                    .push(FieldError::required(format!("{base}.rule"), "rule is not specified"));
+                self.errors.push(FieldError::required(
+                    format!("{base}.rule"),
+                    "rule is not specified",
+                ));
             } else if !raw_msg.is_empty() && m.is_empty() {
                 self.errors.push(FieldError::invalid(
                     format!("{base}.message"),
@@ -689,9 +702,11 @@ impl RulesChecker {
                 Env::crd(node, is_root)
             };
             let program = match compile(src, &env) {
-                Ok(p) if !p.result_is("bool") => Err("cel expression must evaluate to a bool".to_string()),
+                Ok(p) if !p.result_is("bool") => {
+                    Err("cel expression must evaluate to a bool".to_string())
+                }
                 Ok(p) => Ok(p),
-                Err(e) => Err(format!("compilation failed: {e}")),
+                Err(e) => Err(e.message),
             };
             let rule_path = format!("{base}.rule");
             match &program {
@@ -700,7 +715,11 @@ impl RulesChecker {
                     if cost > STATIC_ESTIMATED_COST_LIMIT {
                         self.errors.push(FieldError::forbidden(
                             rule_path.clone(),
-                            cost_error_message("estimated rule cost", cost, STATIC_ESTIMATED_COST_LIMIT),
+                            cost_error_message(
+                                "estimated rule cost",
+                                cost,
+                                STATIC_ESTIMATED_COST_LIMIT,
+                            ),
                         ));
                     }
                     self.observe(rule_path.clone(), cost);
@@ -735,7 +754,7 @@ impl RulesChecker {
                     Err(e) => self.errors.push(invalid_raw(
                         me_path,
                         go_rule(rule),
-                        &format!("messageExpression compilation failed: {e}"),
+                        &format!("messageExpression {}", e.message),
                     )),
                 }
             }

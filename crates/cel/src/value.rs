@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use berth_api::quantity::Quantity;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset};
 use serde_json::Value;
 
 use crate::library::cidr::Cidr;
@@ -29,7 +29,9 @@ pub enum EvalValue {
     Map(Arc<MapValue>),
     /// Nanoseconds, as Go's `time.Duration`.
     Duration(i64),
-    Timestamp(DateTime<Utc>),
+    /// Keeps the offset it was written with, as Go's `time.Time` does for
+    /// `string()`; compares as an instant.
+    Timestamp(DateTime<FixedOffset>),
     /// A type value, as `type(x)` returns; holds the type's CEL name.
     Type(Arc<str>),
     Optional(Option<Box<EvalValue>>),
@@ -237,9 +239,7 @@ impl EvalValue {
                 Value::Object(out)
             }
             EvalValue::Duration(d) => Value::String(crate::functions::format_duration(*d)),
-            EvalValue::Timestamp(t) => {
-                Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-            }
+            EvalValue::Timestamp(t) => Value::String(crate::functions::format_timestamp(t)),
             EvalValue::Quantity(q) => Value::String(q.canonical()),
             EvalValue::Url(u) => Value::String(u.raw.clone()),
             EvalValue::Ip(ip) => Value::String(ip.to_string()),

@@ -26,7 +26,10 @@ impl Cidr {
         let (a, p) = s.split_once('/').ok_or_else(err)?;
         let addr = parse_ip(a).map_err(|_| err())?;
         // Go refuses leading zeros and signs in the length.
-        if p.is_empty() || (p.len() > 1 && p.starts_with('0')) || !p.bytes().all(|b| b.is_ascii_digit()) {
+        if p.is_empty()
+            || (p.len() > 1 && p.starts_with('0'))
+            || !p.bytes().all(|b| b.is_ascii_digit())
+        {
             return Err(err());
         }
         let prefix: u8 = p.parse().map_err(|_| err())?;
@@ -45,7 +48,8 @@ impl Cidr {
     }
 
     pub fn contains(&self, ip: &IpAddr) -> bool {
-        ip.is_ipv4() == self.addr.is_ipv4() && mask(*ip, self.prefix) == mask(self.addr, self.prefix)
+        ip.is_ipv4() == self.addr.is_ipv4()
+            && mask(*ip, self.prefix) == mask(self.addr, self.prefix)
     }
 }
 
@@ -53,12 +57,20 @@ fn mask(ip: IpAddr, prefix: u8) -> IpAddr {
     match ip {
         IpAddr::V4(v4) => {
             let bits = u32::from(v4);
-            let m = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
+            let m = if prefix == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(prefix))
+            };
             IpAddr::V4(Ipv4Addr::from(bits & m))
         }
         IpAddr::V6(v6) => {
             let bits = u128::from(v6);
-            let m = if prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(prefix)) };
+            let m = if prefix == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(prefix))
+            };
             IpAddr::V6(Ipv6Addr::from(bits & m))
         }
     }
@@ -70,7 +82,11 @@ impl fmt::Display for Cidr {
     }
 }
 
-pub(crate) fn call(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<CallResult> {
+pub(crate) fn call(
+    name: &str,
+    target: Option<&EvalValue>,
+    args: &[EvalValue],
+) -> Option<CallResult> {
     use EvalValue as V;
     match (name, target, args) {
         ("cidr", None, [V::String(s)]) => return Some(Cidr::parse(s).map(V::Cidr)),

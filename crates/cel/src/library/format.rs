@@ -53,7 +53,11 @@ fn validate(format: &str, s: &str) -> Vec<String> {
                     8 | 13 | 18 | 23 => c == '-',
                     _ => c.is_ascii_hexdigit(),
                 });
-            if ok { vec![] } else { vec!["does not match the UUID format".into()] }
+            if ok {
+                vec![]
+            } else {
+                vec!["does not match the UUID format".into()]
+            }
         }
         "byte" => match crate::functions::base64_decode(s) {
             Some(_) => vec![],
@@ -71,7 +75,11 @@ fn validate(format: &str, s: &str) -> Vec<String> {
     }
 }
 
-pub(crate) fn call(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<CallResult> {
+pub(crate) fn call(
+    name: &str,
+    target: Option<&EvalValue>,
+    args: &[EvalValue],
+) -> Option<CallResult> {
     use EvalValue as V;
     if let Some(f) = name.strip_prefix("format.") {
         return match (f, target, args) {

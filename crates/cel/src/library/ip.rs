@@ -59,7 +59,11 @@ fn is_global_unicast(ip: &IpAddr) -> bool {
     }
 }
 
-pub(crate) fn call(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<CallResult> {
+pub(crate) fn call(
+    name: &str,
+    target: Option<&EvalValue>,
+    args: &[EvalValue],
+) -> Option<CallResult> {
     use EvalValue as V;
     match (name, target, args) {
         ("ip", None, [V::String(s)]) => return Some(parse_ip(s).map(V::Ip)),

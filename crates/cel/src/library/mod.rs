@@ -62,7 +62,12 @@ fn lists(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<C
                 Some(_) => EvalValue::Int(0),
             };
             for i in items {
-                acc = crate::functions::call("_+_", None, &[acc, i.clone()], &mut CallContext::default())?;
+                acc = crate::functions::call(
+                    "_+_",
+                    None,
+                    &[acc, i.clone()],
+                    &mut CallContext::default(),
+                )?;
             }
             Ok(acc)
         })(),
@@ -175,7 +180,9 @@ fn strings(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option
         ("lastIndexOf", [V::String(sub)]) => {
             let c = chars();
             let sc: Vec<char> = sub.chars().collect();
-            Ok(V::Int(last_index(&c, &sc, c.len()).map_or(-1, |i| i as i64)))
+            Ok(V::Int(
+                last_index(&c, &sc, c.len()).map_or(-1, |i| i as i64),
+            ))
         }
         ("lastIndexOf", [V::String(sub), V::Int(from)]) => {
             let c = chars();
@@ -293,9 +300,9 @@ fn format_string(fmt: &str, args: &[EvalValue]) -> CallResult {
             out.push('%');
             continue;
         }
-        let arg = next.next().ok_or_else(|| {
-            EvalError::Other(format!("index {} out of range", args.len()))
-        })?;
+        let arg = next
+            .next()
+            .ok_or_else(|| EvalError::Other(format!("index {} out of range", args.len())))?;
         match (verb, arg) {
             ('s', v) => out.push_str(&v.to_string()),
             ('d', EvalValue::Int(_) | EvalValue::Uint(_)) => out.push_str(&arg.to_string()),
@@ -305,7 +312,9 @@ fn format_string(fmt: &str, args: &[EvalValue]) -> CallResult {
             ('f', EvalValue::Int(i)) => {
                 out.push_str(&format!("{:.*}", precision.unwrap_or(6), *i as f64))
             }
-            ('e', EvalValue::Double(d)) => out.push_str(&format!("{:.*e}", precision.unwrap_or(6), d)),
+            ('e', EvalValue::Double(d)) => {
+                out.push_str(&format!("{:.*e}", precision.unwrap_or(6), d))
+            }
             ('x', EvalValue::Int(i)) => out.push_str(&format!("{i:x}")),
             ('x', EvalValue::String(s)) => {
                 s.bytes().for_each(|b| out.push_str(&format!("{b:02x}")))
@@ -337,7 +346,11 @@ fn regex(
             .regex(re)
             .map(|r| EvalValue::from(r.find(s).map_or("", |m| m.as_str()))),
         ("findAll", [EvalValue::String(re)]) => cx.regex(re).map(|r| {
-            EvalValue::list(r.find_iter(s).map(|m| EvalValue::from(m.as_str())).collect())
+            EvalValue::list(
+                r.find_iter(s)
+                    .map(|m| EvalValue::from(m.as_str()))
+                    .collect(),
+            )
         }),
         ("findAll", [EvalValue::String(re), EvalValue::Int(n)]) => cx.regex(re).map(|r| {
             let take = if *n < 0 { usize::MAX } else { *n as usize };
@@ -362,7 +375,8 @@ fn sets(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<Ca
     let [EvalValue::List(a), EvalValue::List(b)] = args else {
         return None;
     };
-    let has = |l: &Arc<crate::value::ListValue>, x: &EvalValue| l.items.iter().any(|i| equals(i, x));
+    let has =
+        |l: &Arc<crate::value::ListValue>, x: &EvalValue| l.items.iter().any(|i| equals(i, x));
     let r = match name {
         "sets.contains" => b.items.iter().all(|x| has(a, x)),
         "sets.equivalent" => b.items.iter().all(|x| has(a, x)) && a.items.iter().all(|x| has(b, x)),

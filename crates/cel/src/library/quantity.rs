@@ -19,7 +19,11 @@ fn as_integer(q: &Quantity) -> Option<i64> {
     i64::try_from(n / NANOS).ok()
 }
 
-pub(crate) fn call(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<CallResult> {
+pub(crate) fn call(
+    name: &str,
+    target: Option<&EvalValue>,
+    args: &[EvalValue],
+) -> Option<CallResult> {
     use EvalValue as V;
     match (name, target, args) {
         ("quantity", None, [V::String(s)]) => {

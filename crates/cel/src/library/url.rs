@@ -55,7 +55,9 @@ impl Url {
             None => (String::new(), after.to_string()),
         };
         // Drop userinfo from the host.
-        let host = host.rsplit_once('@').map_or(host.clone(), |(_, h)| h.to_string());
+        let host = host
+            .rsplit_once('@')
+            .map_or(host.clone(), |(_, h)| h.to_string());
         if host.starts_with('[') && !host.contains(']') {
             return None;
         }
@@ -77,10 +79,7 @@ impl Url {
 
     fn port(&self) -> &str {
         if self.host.starts_with('[') {
-            return self
-                .host
-                .split_once("]:")
-                .map_or("", |(_, p)| p);
+            return self.host.split_once("]:").map_or("", |(_, p)| p);
         }
         self.host.rsplit_once(':').map_or("", |(_, p)| p)
     }
@@ -90,7 +89,9 @@ fn query_map(q: &str) -> EvalValue {
     let mut m: BTreeMap<String, Vec<EvalValue>> = BTreeMap::new();
     for pair in q.split(['&', ';']).filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        m.entry(unescape(k)).or_default().push(EvalValue::from(unescape(v)));
+        m.entry(unescape(k))
+            .or_default()
+            .push(EvalValue::from(unescape(v)));
     }
     EvalValue::map(
         m.into_iter()
@@ -123,7 +124,11 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-pub(crate) fn call(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option<CallResult> {
+pub(crate) fn call(
+    name: &str,
+    target: Option<&EvalValue>,
+    args: &[EvalValue],
+) -> Option<CallResult> {
     use EvalValue as V;
     match (name, target, args) {
         ("url", None, [V::String(s)]) => {
