@@ -898,3 +898,160 @@ async fn selectors_and_exemptions_decide_who_is_called() {
     env.webhooks.validate(&attrs, &hooks).await.unwrap();
     assert_eq!(env.server.calls("/allow"), before);
 }
+
+/// Serves apps/v1 Deployments as apps/v1beta1 too (matchPolicy Equivalent)
+/// and evaluates match conditions from a table.
+struct VersionedHooks {
+    conditions: BTreeMap<String, Result<bool, String>>,
+}
+
+#[async_trait]
+impl Hooks for VersionedHooks {
+    async fn namespace_labels(
+        &self,
+        _name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        Ok(Some(BTreeMap::new()))
+    }
+
+    fn equivalent_resources(
+        &self,
+        resource: &GroupVersionResource,
+        _subresource: &str,
+    ) -> Vec<(GroupVersionResource, GroupVersionKind)> {
+        if resource.resource != "deployments" {
+            return Vec::new();
+        }
+        ["v1", "v1beta1"]
+            .iter()
+            .map(|v| {
+                (
+                    GroupVersionResource::new("apps", v, "deployments"),
+                    GroupVersionKind::new("apps", v, "Deployment"),
+                )
+            })
+            .collect()
+    }
+
+    fn convert(&self, obj: &Value, to: &GroupVersionKind) -> Result<Value, String> {
+        let mut o = obj.clone();
+        o["apiVersion"] = json!(to.api_version());
+        Ok(o)
+    }
+
+    fn evaluate_match_condition(
+        &self,
+        input: &berth_webhook::MatchConditionInput<'_>,
+    ) -> Result<bool, String> {
+        assert!(input.request["uid"].is_string());
+        self.conditions
+            .get(input.expression)
+            .cloned()
+            .unwrap_or(Err("unknown expression".into()))
+    }
+}
+
+#[tokio::test]
+async fn equivalent_versions_are_converted_there_and_back() {
+    let env = env().await;
+    let mut hook = env.service_hook("beta.example.com", "/add-label", json!({}));
+    hook["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1beta1"], "resources": ["deployments"]}]);
+    env.webhooks
+        .set_mutating_configurations(configs("MutatingWebhookConfiguration", vec![hook]));
+    let kind = GroupVersionKind::new("apps", "v1", "Deployment");
+    let resource = GroupVersionResource::new("apps", "v1", "deployments");
+    let user = UserInfo::default();
+    let attrs = Attributes {
+        operation: Operation::Create,
+        kind: &kind,
+        resource: &resource,
+        subresource: "",
+        namespace: "default",
+        name: "web",
+        user: &user,
+        object: None,
+        old_object: None,
+        dry_run: false,
+        options: None,
+    };
+    let mut obj =
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
+    let hooks = VersionedHooks {
+        conditions: BTreeMap::new(),
+    };
+    env.webhooks.mutate(&attrs, &mut obj, &hooks).await.unwrap();
+    assert_eq!(obj["apiVersion"], "apps/v1");
+    assert_eq!(obj["metadata"]["labels"]["webhook"], "was-here");
+    let review = env.server.reviews.lock().unwrap()[0].clone();
+    let r = &review["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "apps", "version": "v1beta1", "kind": "Deployment"})
+    );
+    assert_eq!(
+        r["requestKind"],
+        json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+    );
+    assert_eq!(r["resource"]["version"], "v1beta1");
+    assert_eq!(r["requestResource"]["version"], "v1");
+    assert_eq!(r["object"]["apiVersion"], "apps/v1beta1");
+}
+
+#[tokio::test]
+async fn match_conditions_skip_or_fail_before_calling() {
+    let env = env().await;
+    let p = pod();
+    let hooks = VersionedHooks {
+        conditions: BTreeMap::from([
+            ("no".to_string(), Ok(false)),
+            ("yes".to_string(), Ok(true)),
+            ("boom".to_string(), Err("no such key: spec.x".to_string())),
+        ]),
+    };
+    let with_conditions = |exprs: &[&str]| {
+        let conditions: Vec<Value> = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| json!({"name": format!("c{i}"), "expression": e}))
+            .collect();
+        configs(
+            "ValidatingWebhookConfiguration",
+            vec![env.url_hook(
+                "cel.example.com",
+                &env.url("/deny"),
+                json!({"matchConditions": conditions}),
+            )],
+        )
+    };
+    env.webhooks
+        .set_validating_configurations(with_conditions(&["yes", "no"]));
+    env.webhooks
+        .validate(&p.attrs(Operation::Create, Some(&p.obj)), &hooks)
+        .await
+        .unwrap();
+    assert_eq!(env.server.calls("/deny"), 0);
+
+    env.webhooks
+        .set_validating_configurations(with_conditions(&["yes", "boom"]));
+    let e = err(env
+        .webhooks
+        .validate(&p.attrs(Operation::Create, Some(&p.obj)), &hooks)
+        .await);
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (403, "pods \"web\" is forbidden: no such key: spec.x")
+    );
+    assert_eq!(env.server.calls("/deny"), 0);
+
+    env.webhooks
+        .set_validating_configurations(with_conditions(&["yes"]));
+    assert_eq!(
+        err(env
+            .webhooks
+            .validate(&p.attrs(Operation::Create, Some(&p.obj)), &hooks)
+            .await)
+        .code,
+        403
+    );
+    assert_eq!(env.server.calls("/deny"), 1);
+}
