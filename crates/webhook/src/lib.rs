@@ -36,7 +36,7 @@ mod validating;
 mod validation;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Hooks, MatchConditionInput, Operation,
@@ -92,8 +92,10 @@ pub struct Webhooks {
     resolver: Arc<dyn ServiceResolver>,
     default_roots: Arc<RootCertStore>,
     registry: RwLock<Arc<Registry>>,
-    mutating_configs: RwLock<Vec<serde_json::Value>>,
-    validating_configs: RwLock<Vec<serde_json::Value>>,
+    /// The last Mutating and Validating configurations given; held while a
+    /// snapshot is rebuilt, so that two updates racing cannot store a
+    /// snapshot that misses the other's change.
+    configs: Mutex<(Vec<serde_json::Value>, Vec<serde_json::Value>)>,
 }
 
 impl Webhooks {
@@ -105,37 +107,29 @@ impl Webhooks {
             resolver,
             default_roots: Arc::new(default_roots),
             registry: RwLock::new(Arc::new(Registry::default())),
-            mutating_configs: RwLock::new(Vec::new()),
-            validating_configs: RwLock::new(Vec::new()),
+            configs: Mutex::new((Vec::new(), Vec::new())),
         }
     }
 
     /// Replaces the MutatingWebhookConfigurations (all of them, as stored).
     pub fn set_mutating_configurations(&self, configs: Vec<serde_json::Value>) {
-        if let Ok(mut m) = self.mutating_configs.write() {
-            *m = configs;
-        }
-        self.rebuild();
+        self.update(|c| c.0 = configs);
     }
 
     /// Replaces the ValidatingWebhookConfigurations (all of them, as stored).
     pub fn set_validating_configurations(&self, configs: Vec<serde_json::Value>) {
-        if let Ok(mut v) = self.validating_configs.write() {
-            *v = configs;
-        }
-        self.rebuild();
+        self.update(|c| c.1 = configs);
     }
 
-    fn rebuild(&self) {
-        let read =
-            |l: &RwLock<Vec<serde_json::Value>>| l.read().map(|v| v.clone()).unwrap_or_default();
-        let registry = Registry::new(
-            &read(&self.mutating_configs),
-            &read(&self.validating_configs),
-            &self.default_roots,
-        );
-        if let Ok(mut r) = self.registry.write() {
-            *r = Arc::new(registry);
+    fn update(&self, f: impl FnOnce(&mut (Vec<serde_json::Value>, Vec<serde_json::Value>))) {
+        // A poisoned lock only means another update panicked midway; the
+        // lists themselves are still whole.
+        let mut configs = self.configs.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut configs);
+        let registry = Arc::new(Registry::new(&configs.0, &configs.1, &self.default_roots));
+        match self.registry.write() {
+            Ok(mut r) => *r = registry,
+            Err(p) => *p.into_inner() = registry,
         }
     }
 
