@@ -122,7 +122,7 @@ pub struct Attributes<'a> {
     pub resource: &'a GroupVersionResource,
     pub subresource: &'a str,
     /// The object's namespace. For a Namespace itself it may be left empty:
-    /// the namespace's own name is used, as upstream's request info does.
+    /// its own name is used except on create, as upstream's request info.
     pub namespace: &'a str,
     pub name: &'a str,
     pub user: &'a UserInfo,
@@ -139,10 +139,14 @@ pub struct Attributes<'a> {
 }
 
 impl Attributes<'_> {
-    /// The namespace as upstream's attributes carry it: a request for a
-    /// Namespace object is "in" that namespace.
+    /// The namespace as upstream's attributes carry it: a request to
+    /// `/api/v1/namespaces/<name>` is "in" that namespace (its request info
+    /// says so), while a create posts to `/api/v1/namespaces` and has none.
     pub(crate) fn effective_namespace(&self) -> &str {
-        if self.namespace.is_empty() && self.is_namespace_resource() {
+        if self.namespace.is_empty()
+            && self.is_namespace_resource()
+            && self.operation != Operation::Create
+        {
             self.name
         } else {
             self.namespace

@@ -371,6 +371,12 @@ mod tests {
         };
         let r = admission_request("u", &attrs, &inv, None, Some(&json!({})));
         assert_eq!(r["namespace"], "team-a");
+        let create = Attributes {
+            operation: Operation::Create,
+            ..attrs
+        };
+        let c = admission_request("u", &create, &inv, Some(&json!({})), None);
+        assert_eq!(c.get("namespace"), None);
         assert_eq!(r["userInfo"], json!({}));
         assert_eq!(
             r["options"],
