@@ -103,9 +103,9 @@ fn stdlib(
         ("bool", None, [V::String(s)]) => match &**s {
             "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(V::Bool(true)),
             "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(V::Bool(false)),
-            _ => Err(EvalError::Other(format!(
-                "type conversion error from 'string' to 'bool'"
-            ))),
+            _ => Err(EvalError::Other(
+                "type conversion error from 'string' to 'bool'".into(),
+            )),
         },
         ("dyn", None, [a]) => Ok(a.clone()),
         ("type", None, [a]) => Ok(V::Type(Arc::from(a.type_name()))),

@@ -73,10 +73,8 @@ fn estimated_depth(src: &str) -> usize {
                 stack.push((here, 0, 0));
                 max = max.max(here);
             }
-            ')' | ']' | '}' => {
-                if stack.len() > 1 {
-                    stack.pop();
-                }
+            ')' | ']' | '}' if stack.len() > 1 => {
+                stack.pop();
             }
             '&' | '|' | ',' | '?' | ':' => {
                 if let Some(top) = stack.last_mut() {

@@ -96,6 +96,7 @@ fn rule_error_string(rule: &Value) -> String {
 }
 
 impl Validator {
+    #[allow(clippy::too_many_arguments)]
     fn program(
         &mut self,
         node: &Value,
@@ -518,7 +519,7 @@ impl RulesChecker {
             return;
         }
         self.most_expensive.push((path, cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(4);
     }
 

@@ -120,8 +120,8 @@ impl MapValue {
                 }
                 // The range checks keep the casts exact.
                 let as_int = (*d >= -9.223_372_036_854_776e18 && *d < 9.223_372_036_854_776e18)
-                    .then(|| *d as i64);
-                let as_uint = (*d >= 0.0 && *d < 1.844_674_407_370_955_2e19).then(|| *d as u64);
+                    .then_some(*d as i64);
+                let as_uint = (*d >= 0.0 && *d < 1.844_674_407_370_955_2e19).then_some(*d as u64);
                 as_int
                     .and_then(|i| self.entries.get(&Key::Int(i)))
                     .or_else(|| as_uint.and_then(|u| self.entries.get(&Key::Uint(u))))
