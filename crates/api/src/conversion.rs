@@ -21,6 +21,9 @@ const CONDITIONS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/conditions"
 pub fn to_version(rt: &crate::registry::ResourceType, obj: Value) -> Value {
     if rt.is_storage_version() {
         obj
+    } else if rt.custom.is_some() {
+        // A CRD's `conversion.strategy: None`: only apiVersion changes.
+        set_api_version(obj, &rt.api_version())
     } else {
         convert(obj, rt.group, rt.version)
     }
@@ -30,6 +33,8 @@ pub fn to_version(rt: &crate::registry::ResourceType, obj: Value) -> Value {
 pub fn to_storage(rt: &crate::registry::ResourceType, obj: Value) -> Value {
     if rt.is_storage_version() {
         obj
+    } else if rt.custom.is_some() {
+        set_api_version(obj, &format!("{}/{}", rt.storage_group, rt.storage_version))
     } else {
         convert(obj, rt.storage_group, rt.storage_version)
     }

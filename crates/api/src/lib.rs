@@ -4,7 +4,9 @@
 //! "unstructured"), decoded through their k8s-openapi type where types matter.
 
 pub mod conversion;
+pub mod crd;
 pub mod defaults;
+pub mod jsonpath;
 pub mod networking;
 pub mod openapi;
 pub mod printers;

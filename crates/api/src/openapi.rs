@@ -107,7 +107,7 @@ pub const REQUIRED_OVERRIDES: &[(&str, &[&str])] = &[
 /// All group-version paths served (`api/v1`, `apis/apps/v1`, …), in discovery order.
 pub fn paths() -> Vec<String> {
     let mut out = Vec::new();
-    for g in registry::groups() {
+    for g in registry::builtin_groups() {
         for v in g.versions {
             out.push(gv_path(g.name, v));
         }
@@ -251,7 +251,7 @@ fn schema_ref(name: &str) -> Value {
 
 /// The schema name of a resource's list kind (`…apps.v1.Deployment` → `…apps.v1.DeploymentList`).
 fn list_schema_name(r: &ResourceType) -> String {
-    let name = (r.schema_name)();
+    let name = r.schema_name_of();
     match name.rsplit_once('.') {
         Some((prefix, _)) => format!("{prefix}.{}", r.list_kind),
         None => r.list_kind.to_string(),
@@ -281,9 +281,12 @@ fn schemas_for(
 
     let mut roots: Vec<(String, Value, Value)> = Vec::new(); // (name, schema, gvk list)
     for r in resources {
-        let schema = (r.schema)(&mut g).to_value();
+        let schema = match r.custom {
+            Some(cr) => custom_root_schema(cr),
+            None => (r.schema)(&mut g).to_value(),
+        };
         roots.push((
-            (r.schema_name)().into_owned(),
+            r.schema_name_of().into_owned(),
             schema,
             json!([gvk(r.group, r.version, r.kind)]),
         ));
@@ -296,6 +299,9 @@ fn schemas_for(
     subschema::<meta::Patch>(&mut g);
     subschema::<meta::APIResourceList>(&mut g);
     subschema::<meta::ListMeta>(&mut g);
+    if resources.iter().any(|r| r.custom.is_some()) {
+        subschema::<meta::ObjectMeta>(&mut g);
+    }
 
     // Subresource bodies, with the kind they carry.
     let mut extra_gvks: Vec<(String, Value)> = vec![(status, json!([gvk("", "v1", "Status")]))];
@@ -366,6 +372,40 @@ fn schemas_for(
     reshape(&mut defs);
     defs
 }
+
+/// A custom resource's schema as upstream's apiextensions-apiserver publishes it:
+/// the CRD version's `openAPIV3Schema` with `apiVersion`, `kind` and `metadata`
+/// (a reference to ObjectMeta) added at the root.
+fn custom_root_schema(cr: &crate::crd::CustomResource) -> Value {
+    let mut root = cr
+        .schema
+        .clone()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let Some(obj) = root.as_object_mut() else {
+        return json!({"type": "object"});
+    };
+    let props = obj.entry("properties").or_insert_with(|| json!({}));
+    if let Some(p) = props.as_object_mut() {
+        p.insert(
+            "apiVersion".into(),
+            json!({"type": "string", "description": API_VERSION_DESC}),
+        );
+        p.insert(
+            "kind".into(),
+            json!({"type": "string", "description": KIND_DESC}),
+        );
+        p.insert(
+            "metadata".into(),
+            json!({"allOf": [schema_ref(&format!("{META}.ObjectMeta"))], "description": METADATA_DESC}),
+        );
+    }
+    obj.entry("type").or_insert_with(|| json!("object"));
+    root
+}
+
+const API_VERSION_DESC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND_DESC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+const METADATA_DESC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 /// Group-versions served through another version's k8s-openapi types, whose schemas
 /// take upstream's package names: (group, version, types' prefix, upstream prefix).
@@ -475,7 +515,7 @@ fn list_schema(group: &str, version: &str, r: &ResourceType) -> Value {
             "items": {
                 "description": format!("The list of {} objects.", r.kind),
                 "type": "array",
-                "items": schema_ref(&(r.schema_name)()),
+                "items": schema_ref(&r.schema_name_of()),
             },
             "kind": {
                 "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
@@ -621,8 +661,15 @@ fn reshape(defs: &mut Map<String, Value>) {
 fn wrap_ref_siblings(v: &mut Value) {
     match v {
         Value::Object(o) => {
-            for child in o.values_mut() {
-                wrap_ref_siblings(child);
+            for (k, child) in o.iter_mut() {
+                match (k.as_str(), child) {
+                    // Maps of names to schemas: the names are not keywords
+                    // (JSONSchemaProps has properties called `$ref` and `allOf`).
+                    ("properties" | "patternProperties" | "definitions", Value::Object(m)) => {
+                        m.values_mut().for_each(wrap_ref_siblings)
+                    }
+                    (_, child) => wrap_ref_siblings(child),
+                }
             }
             let moved = if o.len() > 1 { o.remove("$ref") } else { None };
             if let Some(r) = moved {
@@ -963,7 +1010,7 @@ fn resource_paths(gv: &GroupVersion, r: &ResourceType, paths: &mut Map<String, V
     let ns_seg = if ns { "/namespaces/{namespace}" } else { "" };
     let collection = format!("{}{ns_seg}/{}", gv.base, r.plural);
     let item = format!("{collection}/{{name}}");
-    let obj = schema_ref(&(r.schema_name)());
+    let obj = schema_ref(&r.schema_name_of());
     let list = schema_ref(&list_schema_name(r));
     let status = schema_ref(&format!("{META}.Status"));
     let delete_options = schema_ref(&format!("{META}.DeleteOptions"));
@@ -1159,7 +1206,7 @@ fn subresource_paths(
     let sub_camel = upper_first(sub);
     let path = format!("{item}/{sub}");
     let patch = schema_ref(&format!("{META}.Patch"));
-    let obj = schema_ref(&(r.schema_name)());
+    let obj = schema_ref(&r.schema_name_of());
 
     // get/put/patch of the object itself (status, ephemeralcontainers, resize) or of a
     // Scale (scale).
@@ -1529,7 +1576,7 @@ mod tests {
                             .is_some()
                 });
                 assert!(found, "{path}: no PATCH for {}", r.kind);
-                let s = schema(&doc, &(r.schema_name)());
+                let s = schema(&doc, &r.schema_name_of());
                 assert_eq!(
                     s["x-kubernetes-group-version-kind"],
                     json!([gvk(r.group, r.version, r.kind)])
@@ -1631,7 +1678,15 @@ mod tests {
                         assert_eq!(o.len(), 1, "{at}: $ref with siblings");
                     }
                     for (k, c) in o {
-                        walk(c, &format!("{at}/{k}"));
+                        match (k.as_str(), c) {
+                            // Property names are not keywords (JSONSchemaProps has `$ref`).
+                            ("properties", Value::Object(props)) => {
+                                for (name, p) in props {
+                                    walk(p, &format!("{at}/properties/{name}"));
+                                }
+                            }
+                            _ => walk(c, &format!("{at}/{k}")),
+                        }
                     }
                 }
                 Value::Array(a) => a.iter().for_each(|c| walk(c, at)),

@@ -36,9 +36,35 @@ pub struct ResourceType {
     pub schema: fn(&mut SchemaGenerator) -> Schema,
     /// The Rust type's schema name, the key under `components.schemas`.
     pub schema_name: fn() -> std::borrow::Cow<'static, str>,
+    /// A custom resource: what its CustomResourceDefinition says about this
+    /// version (schema, printer columns, scale paths). `None` for built-in kinds.
+    pub custom: Option<&'static crate::crd::CustomResource>,
+}
+
+impl PartialEq for ResourceType {
+    /// The same served resource (custom ones are rebuilt with new facts).
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
 }
 
 impl ResourceType {
+    /// The name of the kind's schema under `components.schemas`: the Rust type's
+    /// for built-in kinds, upstream's `<reversed group>.<version>.<Kind>` for
+    /// custom ones (`com.example.stable.v1.CronTab`).
+    pub fn schema_name_of(&self) -> std::borrow::Cow<'static, str> {
+        if self.custom.is_none() {
+            return (self.schema_name)();
+        }
+        let reversed: Vec<&str> = self.group.split('.').rev().collect();
+        std::borrow::Cow::Owned(format!(
+            "{}.{}.{}",
+            reversed.join("."),
+            self.version,
+            self.kind
+        ))
+    }
+
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.to_string()
@@ -143,6 +169,7 @@ macro_rules! resource {
             roundtrip: roundtrip::<$ty>,
             schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
             schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
+            custom: None,
         }
     };
 }
@@ -169,6 +196,7 @@ macro_rules! review {
             roundtrip: roundtrip::<$ty>,
             schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
             schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
+            custom: None,
         }
     };
 }
@@ -206,6 +234,7 @@ const HPA_V2BETA2: ResourceType = ResourceType {
     roundtrip: roundtrip_hpa_v2beta2,
     schema: <api::autoscaling::v2::HorizontalPodAutoscaler as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: hpa_v2beta2_schema_name,
+    custom: None,
 };
 
 /// The v2beta2 HPA's schema name, upstream's (`io.k8s.api.autoscaling.v2beta2.…`).
@@ -255,6 +284,7 @@ const INGRESS_CLASS_V1BETA1: ResourceType = ResourceType {
     roundtrip: crate::networking::roundtrip_ingress_class_v1beta1,
     schema: <api::networking::v1::IngressClass as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: ingress_class_v1beta1_schema_name,
+    custom: None,
 };
 
 const INGRESS_V1BETA1: ResourceType = ResourceType {
@@ -275,6 +305,7 @@ const INGRESS_V1BETA1: ResourceType = ResourceType {
     roundtrip: crate::networking::roundtrip_ingress_v1beta1,
     schema: <api::networking::v1::Ingress as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: ingress_v1beta1_schema_name,
+    custom: None,
 };
 
 fn ingress_class_v1beta1_schema_name() -> std::borrow::Cow<'static, str> {
@@ -366,6 +397,9 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!(api::coordination::v1::Lease, "leases", "lease", NS, short: NONE, cat: NONE, sub: NONE),
     resource!(api::discovery::v1::EndpointSlice, "endpointslices", "endpointslice", NS, short: NONE, cat: NONE, sub: NONE),
     // events.k8s.io/v1 Events are core/v1 Events in storage, as upstream.
+    // apiextensions.k8s.io/v1: CustomResourceDefinitions; their resources are
+    // served from the custom set below once Established (`crd.rs`).
+    resource!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition, "customresourcedefinitions", "customresourcedefinition", CLUSTER, short: &["crd", "crds"], cat: &["api-extensions"], sub: STATUS),
     resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE, verbs: VERBS, storage: None, stored_as: Some(("", "v1"))),
     // networking.k8s.io/v1
     resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE),
@@ -395,11 +429,62 @@ pub struct Group {
     pub versions: Vec<&'static str>,
 }
 
+/// The custom resources served now (one entry per served version of every
+/// Established CustomResourceDefinition), replaced whole by the API server's
+/// CRD controller. The only mutable part of the registry: lookups see the
+/// built-in [`RESOURCES`] first, so a CRD can never shadow a built-in kind.
+static CUSTOM: std::sync::RwLock<Vec<&'static ResourceType>> = std::sync::RwLock::new(Vec::new());
+
+/// Moves whenever [`set_custom`] changes the set, so views derived from it
+/// (OpenAPI documents of custom group-versions) know when to be rebuilt.
+static CUSTOM_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Replaces the served custom resources.
+pub fn set_custom(resources: Vec<&'static ResourceType>) {
+    let changed = match CUSTOM.write() {
+        Ok(mut g) => std::mem::replace(&mut *g, resources) != *g,
+        Err(poisoned) => {
+            let mut g = poisoned.into_inner();
+            std::mem::replace(&mut *g, resources) != *g
+        }
+    };
+    if changed {
+        CUSTOM_GENERATION.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// See [`CUSTOM_GENERATION`].
+pub fn custom_generation() -> u64 {
+    CUSTOM_GENERATION.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The served custom resources, in the order [`set_custom`] gave them.
+pub fn custom() -> Vec<&'static ResourceType> {
+    match CUSTOM.read() {
+        Ok(g) => g.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Every served resource: built-in, then custom.
+pub fn all() -> impl Iterator<Item = &'static ResourceType> {
+    RESOURCES.iter().chain(custom())
+}
+
 /// Groups in discovery order. Within a group the preferred version comes first
 /// (v2 before v1 for autoscaling, as upstream).
 pub fn groups() -> Vec<Group> {
+    groups_of(all())
+}
+
+/// The groups of the built-in resources only.
+pub fn builtin_groups() -> Vec<Group> {
+    groups_of(RESOURCES.iter())
+}
+
+fn groups_of(resources: impl Iterator<Item = &'static ResourceType>) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
-    for r in RESOURCES {
+    for r in resources {
         match out.iter_mut().find(|g| g.name == r.group) {
             Some(g) => {
                 if !g.versions.contains(&r.version) {
@@ -420,23 +505,25 @@ pub fn resources_in<'a>(
     group: &'a str,
     version: &'a str,
 ) -> impl Iterator<Item = &'static ResourceType> + 'a {
-    RESOURCES
-        .iter()
-        .filter(move |r| r.group == group && r.version == version)
+    all().filter(move |r| r.group == group && r.version == version)
 }
 
 /// The resource served at `group/version/plural`.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
+    let hit = |r: &&ResourceType| r.group == group && r.version == version && r.plural == plural;
     RESOURCES
         .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
+        .find(hit)
+        .or_else(|| custom().into_iter().find(hit))
 }
 
 /// The resource of a kind at a group-version (for bodies naming `apiVersion`/`kind`).
 pub fn lookup_kind(group: &str, version: &str, kind: &str) -> Option<&'static ResourceType> {
+    let hit = |r: &&ResourceType| r.group == group && r.version == version && r.kind == kind;
     RESOURCES
         .iter()
-        .find(|r| r.group == group && r.version == version && r.kind == kind)
+        .find(hit)
+        .or_else(|| custom().into_iter().find(hit))
 }
 
 /// Splits an `apiVersion` into group and version (`v1` → ("", "v1")).
@@ -451,6 +538,9 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
 /// removed (sent as a `Warning` header on every request to it, as upstream's
 /// handlers do for deprecated versions).
 pub fn deprecation_warning(rt: &ResourceType) -> Option<String> {
+    if let Some(cr) = rt.custom {
+        return cr.deprecation_warning.clone();
+    }
     // (group, version, kind, deprecated in, removed in, replacement group/version)
     const DEPRECATED: &[(&str, &str, &str, &str, &str, &str)] = &[
         (

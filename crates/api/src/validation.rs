@@ -713,7 +713,15 @@ pub fn validate_scoped(
         None | Some(Value::Null) => &empty,
         Some(m) => m,
     };
-    errs.extend(validate_object_meta(meta, namespaced, rule, meta_path));
+    let builtin = group != "apiextensions.k8s.io"
+        && crate::registry::RESOURCES
+            .iter()
+            .any(|r| r.group == group && r.kind == kind);
+    errs.extend(if builtin {
+        validate_object_meta(meta, namespaced, rule, meta_path)
+    } else {
+        meta::validate_object_meta_generic(meta, namespaced, rule, meta_path)
+    });
     if meta.is_object()
         && let Some(old_meta) = old.and_then(|o| o.get("metadata"))
     {

@@ -217,12 +217,15 @@ pub fn decode_object(
     }
     body["apiVersion"] = Value::String(rt.api_version());
     body["kind"] = Value::String(rt.kind.to_string());
-    let pruned = (rt.roundtrip)(body.clone()).map_err(|e| {
-        ApiError::bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: {e}",
-            rt.kind, rt.version, rt.kind
-        ))
-    })?;
+    let pruned = match rt.custom {
+        Some(cr) => crate::apiextensions::customresource::prune(rt, cr, body.clone())?,
+        None => (rt.roundtrip)(body.clone()).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        })?,
+    };
     let mut unknown = Vec::new();
     unknown_fields(&body, &pruned, "", &mut unknown);
     let mut pruned = pruned;

@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod alloc;
+pub mod apiextensions;
 pub mod authentication;
 pub mod authorization;
 pub mod bootstrap;
@@ -185,6 +186,8 @@ impl ApiServer {
             .ok(),
         });
         bootstrap::run(&state.rest).await?;
+        apiextensions::install_from_cache(&state.rest);
+        tokio::spawn(apiextensions::run(state.clone()));
         alloc::kubernetes::start(&state, &config, secure_addr)
             .await
             .map_err(|e| anyhow::anyhow!("creating the kubernetes Service: {e}"))?;

@@ -252,6 +252,42 @@ fn partial_metadata(obj: &Value, version: &str) -> Value {
     })
 }
 
+/// A custom resource's Table: the CRD's printer columns.
+fn custom_table(
+    cr: &berth_api::crd::CustomResource,
+    items: &[Value],
+    list_meta: Value,
+    include: Include,
+    version: &str,
+    with_columns: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    let columns = if with_columns {
+        printers::custom::columns(cr)
+    } else {
+        Vec::new()
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let mut row = json!({ "cells": printers::custom::cells(cr, o, now) });
+            match include {
+                Include::None => {}
+                Include::Metadata => row["object"] = partial_metadata(o, version),
+                Include::Object => row["object"] = o.clone(),
+            }
+            row
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": list_meta,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
 /// A Table of `items`; `list_meta` becomes the Table's metadata.
 pub fn table(
     rt: &ResourceType,
@@ -262,6 +298,9 @@ pub fn table(
     with_columns: bool,
 ) -> Value {
     let now = chrono::Utc::now();
+    if let Some(cr) = rt.custom {
+        return custom_table(cr, items, list_meta, include, version, with_columns, now);
+    }
     let columns: Vec<Value> = if with_columns {
         printers::columns(rt.group, rt.kind)
             .iter()

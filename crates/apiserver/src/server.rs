@@ -240,7 +240,7 @@ async fn route(
             return Ok(full(
                 StatusCode::OK,
                 "application/json",
-                Bytes::from_static(&berth_api::openapi::cached().index),
+                crate::apiextensions::openapi::current().index.clone(),
             ));
         }
         // kubectl ≤ 1.28 reads the whole API's Swagger 2.0 in gnostic's protobuf.
@@ -266,12 +266,8 @@ async fn route(
         return Ok(full(StatusCode::OK, "text/plain; charset=utf-8", "ok"));
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
-        return match berth_api::openapi::cached().get(gv) {
-            Some(doc) => Ok(full(
-                StatusCode::OK,
-                "application/json",
-                Bytes::from_static(&doc.bytes),
-            )),
+        return match crate::apiextensions::openapi::current().get(gv) {
+            Some(doc) => Ok(full(StatusCode::OK, "application/json", doc)),
             None => Err(ApiError::path_not_found()),
         };
     }

@@ -139,6 +139,9 @@ impl Filter {
         if self.is_everything() {
             return Some(true);
         }
+        if self.sel.needs_whole_object() {
+            return Some(self.matches(&objects::decode_at(&s.bytes, s.mod_revision).ok()?));
+        }
         Some(self.matches(&objects::selectable(&s.bytes)?))
     }
 

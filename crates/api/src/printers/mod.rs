@@ -15,6 +15,7 @@ mod batch;
 mod certificates;
 mod coordination;
 mod core;
+pub mod custom;
 mod discovery;
 mod events;
 mod format;
@@ -381,6 +382,12 @@ mod tests {
             ("", "Secret", "Name Type Data Age"),
             ("", "ServiceAccount", "Name Secrets Age"),
             ("", "ConfigMap", "Name Data Age"),
+            // Upstream has no printer for CRDs: the default table.
+            (
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                "Name Created_At",
+            ),
             (
                 "",
                 "PersistentVolume",

@@ -34,10 +34,16 @@ impl Schemas {
         } else {
             format!("apis/{group}/{version}")
         };
+        // Custom group-versions change with their CRDs: one entry per generation.
+        let key = if registry::resources_in(group, version).any(|r| r.custom.is_some()) {
+            format!("{path}#{}", registry::custom_generation())
+        } else {
+            path.clone()
+        };
         // A poisoned lock only means another thread panicked mid-insert; the map is
         // still usable.
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = cache.get(&path) {
+        if let Some(s) = cache.get(&key) {
             return Some(s.clone());
         }
         let mut doc = openapi::document(&path)?;
@@ -50,14 +56,14 @@ impl Schemas {
             _ => return None,
         };
         let s = Arc::new(Schemas { defs });
-        cache.insert(path, s.clone());
+        cache.insert(key, s.clone());
         Some(s)
     }
 
     /// The root type of a served kind, or an untyped view when the kind is not served
     /// (everything then merges as upstream's "deduced" type: maps granular, lists atomic).
     pub fn root<'a>(&'a self, group: &str, version: &str, kind: &str) -> TypeRef<'a> {
-        let name = registry::lookup_kind(group, version, kind).map(|r| (r.schema_name)());
+        let name = registry::lookup_kind(group, version, kind).map(|r| r.schema_name_of());
         match name.and_then(|n| self.defs.get_key_value(n.as_ref())) {
             Some((n, def)) => TypeRef {
                 schemas: Some(self),
@@ -211,7 +217,7 @@ impl<'a> TypeRef<'a> {
     /// How a list's items are identified (server-side apply's view).
     pub fn list_kind(&self) -> ListKind {
         let Some(f) = self.sem else {
-            return ListKind::Atomic;
+            return self.list_kind_from_schema();
         };
         match f.list_type {
             "atomic" => return ListKind::Atomic,
@@ -228,9 +234,48 @@ impl<'a> TypeRef<'a> {
         ListKind::Atomic
     }
 
+    /// A list's kind from the schema's own extensions (custom resources' schemas
+    /// carry them; built-in ones come from the semantics table): atomic unless
+    /// `x-kubernetes-list-type` says otherwise, as upstream's CRD default.
+    fn list_kind_from_schema(&self) -> ListKind {
+        let Some(n) = self.node else {
+            return ListKind::Atomic;
+        };
+        match n.get("x-kubernetes-list-type").and_then(Value::as_str) {
+            Some("set") => ListKind::Set,
+            Some("map") => {
+                let keys: Vec<&'static str> = n
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(crate::crd::intern)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if keys.is_empty() {
+                    ListKind::Atomic
+                } else {
+                    ListKind::Map(keys)
+                }
+            }
+            _ => ListKind::Atomic,
+        }
+    }
+
     /// Whether a struct or map is replaced as a whole (`x-kubernetes-map-type: atomic`).
     pub fn is_atomic_map(&self) -> bool {
         if self.sem.is_some_and(|f| f.map_type == "atomic") {
+            return true;
+        }
+        if self.sem.is_none()
+            && self
+                .node
+                .and_then(|n| n.get("x-kubernetes-map-type"))
+                .and_then(Value::as_str)
+                == Some("atomic")
+        {
             return true;
         }
         self.name.is_some_and(openapi::is_atomic_struct)

@@ -20,6 +20,28 @@ pub fn validate_object_meta(
     rule: NameRule,
     path: &str,
 ) -> Vec<FieldError> {
+    object_meta(meta, namespaced, rule, path, true)
+}
+
+/// [`validate_object_meta`] with apimachinery's generic finalizer rule (any
+/// qualified name), which CustomResourceDefinitions and custom resources get
+/// upstream: only built-in kinds require a standard or domain-prefixed name.
+pub fn validate_object_meta_generic(
+    meta: &Value,
+    namespaced: bool,
+    rule: NameRule,
+    path: &str,
+) -> Vec<FieldError> {
+    object_meta(meta, namespaced, rule, path, false)
+}
+
+fn object_meta(
+    meta: &Value,
+    namespaced: bool,
+    rule: NameRule,
+    path: &str,
+    kube_finalizers: bool,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(m) = meta.as_object() else {
         errs.push(FieldError::type_invalid(path, meta, "object"));
@@ -81,6 +103,7 @@ pub fn validate_object_meta(
     errs.extend(validate_finalizers(
         m.get("finalizers"),
         &format!("{path}.finalizers"),
+        kube_finalizers,
     ));
     errs
 }
@@ -253,7 +276,7 @@ pub fn validate_finalizer_name(name: &str, path: &str) -> Vec<FieldError> {
     errs
 }
 
-fn validate_finalizers(finalizers: Option<&Value>, path: &str) -> Vec<FieldError> {
+fn validate_finalizers(finalizers: Option<&Value>, path: &str, kube: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut has_orphan = false;
     let mut has_foreground = false;
@@ -262,7 +285,15 @@ fn validate_finalizers(finalizers: Option<&Value>, path: &str) -> Vec<FieldError
             Some(name) => {
                 has_orphan |= name == "orphan";
                 has_foreground |= name == "foregroundDeletion";
-                errs.extend(validate_finalizer_name(name, path));
+                if kube {
+                    errs.extend(validate_finalizer_name(name, path));
+                } else {
+                    errs.extend(
+                        is_qualified_name(name)
+                            .into_iter()
+                            .map(|msg| FieldError::invalid(path, name, msg)),
+                    );
+                }
             }
             None => errs.push(FieldError::type_invalid(path, f, "string")),
         }

@@ -78,8 +78,15 @@ impl Rest {
         }
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(objects::now_rfc3339()));
+        if rt.custom.is_some_and(|cr| cr.terminating) {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
         // Upstream's order: defaulting (decode), mutating admission, strategy, validation.
-        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut obj);
+        apply_defaults(rt, &mut obj);
         let attrs = admission::Attributes {
             operation: admission::Operation::Create,
             rt,

@@ -67,6 +67,13 @@ impl Rest {
                 }
                 _ => {}
             }
+            if crate::apiextensions::is_crd(rt) {
+                crate::apiextensions::mark_for_deletion(
+                    &mut finalizers,
+                    &mut pending,
+                    !objects::is_deleting(&cur),
+                );
+            }
             let grace = strategy::grace_period(rt, &cur, opts.grace_period);
             let namespace_lifecycle = rt.kind == "Namespace"
                 && pending

@@ -61,6 +61,27 @@ pub struct Rest {
     pub authorizer: Arc<crate::authorization::Authorizer>,
 }
 
+/// Defaulting on decode: upstream's SetDefaults_* for built-in kinds, the
+/// schema's `default`s for custom ones.
+fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
+    match rt.custom {
+        Some(cr) => crate::apiextensions::customresource::apply_defaults(cr, obj),
+        None => berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj),
+    }
+}
+
+/// Sets the replica count a scale write asks for: `spec.replicas` for built-in
+/// kinds, the CRD's `specReplicasPath` for custom ones.
+fn set_scale_replicas(rt: &ResourceType, obj: &mut Value, replicas: i64) -> ApiResult<()> {
+    match rt.custom {
+        Some(cr) => crate::apiextensions::customresource::set_replicas(cr, obj, replicas),
+        None => {
+            obj["spec"]["replicas"] = json!(replicas);
+            Ok(())
+        }
+    }
+}
+
 /// Core Services: their writes claim and release cluster IPs and node ports.
 fn is_service(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.kind == "Service"
@@ -143,7 +164,10 @@ impl Rest {
     }
     /// Validation, after defaulting and the strategy's mutations; 422 with field causes.
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
-        let errs = berth_api::validation::validate(rt.group, rt.kind, obj, old);
+        let errs = match rt.custom {
+            Some(cr) => crate::apiextensions::customresource::validate(rt, cr, obj, old),
+            None => berth_api::validation::validate(rt.group, rt.kind, obj, old),
+        };
         self.invalid_if_any(rt, obj, errs)
     }
 
@@ -221,6 +245,9 @@ pub fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
         if let Some(v) = meta.get(k) {
             scale_meta[k] = v.clone();
         }
+    }
+    if let Some(cr) = rt.custom {
+        return crate::apiextensions::customresource::scale_of(cr, obj, scale_meta);
     }
     let selector = match rt.kind {
         "ReplicationController" => obj["spec"]["selector"]

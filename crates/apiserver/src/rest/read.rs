@@ -24,7 +24,14 @@ impl Selectors {
                 let fs = FieldSelector::parse(s)
                     .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?;
                 for f in fs.terms().iter().map(|t| t.field.as_str()) {
-                    if !berth_api::selector::supported_field((rt.kind, rt.group), f) {
+                    let supported = match rt.custom {
+                        Some(cr) => {
+                            matches!(f, "metadata.name" | "metadata.namespace")
+                                || cr.selectable_fields.iter().any(|s| s == f)
+                        }
+                        None => berth_api::selector::supported_field((rt.kind, rt.group), f),
+                    };
+                    if !supported {
                         return Err(ApiError::bad_request(format!(
                             "field label not supported: {f}"
                         )));
@@ -49,11 +56,36 @@ impl Selectors {
         }
         if let Some(f) = &self.fields {
             let key = (self.rt.kind, self.rt.group);
-            if !f.matches(|field| berth_api::selector::field_value(key, obj, field)) {
+            let matched = match self.rt.custom {
+                Some(_) => f.matches(|field| custom_field_value(obj, field)),
+                None => f.matches(|field| berth_api::selector::field_value(key, obj, field)),
+            };
+            if !matched {
                 return false;
             }
         }
         true
+    }
+
+    /// Whether matching needs more of an object than `objects::selectable`
+    /// projects (a custom resource's selectable field deeper than one level).
+    pub fn needs_whole_object(&self) -> bool {
+        self.rt.custom.is_some()
+            && self
+                .fields
+                .as_ref()
+                .is_some_and(|f| f.terms().iter().any(|t| t.field.matches('.').count() > 1))
+    }
+}
+
+/// A custom object's field as a field selector compares it: strings as they
+/// are, numbers and booleans printed (upstream's selectableFields are scalars).
+fn custom_field_value(obj: &Value, field: &str) -> Option<String> {
+    match obj.pointer(&berth_api::crd::json_pointer(field))? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 

@@ -66,7 +66,7 @@ impl Rest {
         };
         let out = self
             .write_main(rp, &name, &opts, move |mut cur| {
-                cur["spec"]["replicas"] = json!(replicas);
+                set_scale_replicas(rp.rt, &mut cur, replicas)?;
                 Ok(cur)
             })
             .await?;
@@ -120,6 +120,12 @@ impl Rest {
                         json_patch::merge(doc, &patch);
                         return Ok(());
                     }
+                    // Custom objects have no patch strategies (upstream: 415).
+                    if rt.custom.is_some() {
+                        return Err(ApiError::unsupported_media_type(
+                            "application/strategic-merge-patch+json",
+                        ));
+                    }
                     berth_api::strategic::apply(doc, &patch, rt.group, rt.version, rt.kind).map_err(
                         |e| {
                             let code = e.status_code();
@@ -148,7 +154,7 @@ impl Rest {
                         .and_then(Value::as_i64)
                         .unwrap_or(0);
                     let mut cur = cur;
-                    cur["spec"]["replicas"] = json!(replicas);
+                    set_scale_replicas(rt, &mut cur, replicas)?;
                     Ok(cur)
                 })
                 .await?;
@@ -342,7 +348,7 @@ impl Rest {
                 None => m.remove("namespace"),
             };
         }
-        berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, &mut new);
+        apply_defaults(rt, &mut new);
         let attrs = admission::Attributes {
             operation: admission::Operation::Update,
             rt,

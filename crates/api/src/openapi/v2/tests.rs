@@ -17,7 +17,13 @@ fn walk<'a>(v: &'a Value, f: &mut impl FnMut(&'a Map<String, Value>)) {
     match v {
         Value::Object(o) => {
             f(o);
-            o.values().for_each(|c| walk(c, f));
+            for (k, c) in o {
+                match (k.as_str(), c) {
+                    // Property names are not keywords (JSONSchemaProps has `allOf`).
+                    ("properties", Value::Object(props)) => props.values().for_each(|p| walk(p, f)),
+                    _ => walk(c, f),
+                }
+            }
         }
         Value::Array(a) => a.iter().for_each(|c| walk(c, f)),
         _ => {}
