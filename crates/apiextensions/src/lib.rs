@@ -6,6 +6,7 @@
 //!
 //! | module | upstream (k8s.io/apiextensions-apiserver, 1.33) |
 //! |---|---|
+//! | [`crd`] | `pkg/apis/apiextensions/validation` (CRD validation, without CEL compilation) |
 //! | [`defaulting`] | `pkg/apiserver/schema/defaulting` (algorithm, prunenulls, validation) |
 //! | [`pruning`] | `pkg/apiserver/schema/pruning`; `pkg/apiserver/schema/objectmeta` (coercion) |
 //! | [`structural`] | `pkg/apiserver/schema` (convert.go `NewStructural`, validation.go, complete.go) |
@@ -13,6 +14,7 @@
 //!
 //! Every walk over user input is bounded by [`MAX_DEPTH`].
 
+pub mod crd;
 pub mod defaulting;
 pub mod formats;
 pub mod gofmt;
@@ -21,6 +23,7 @@ mod schema;
 pub mod structural;
 pub mod validation;
 
+pub use crd::{validate_crd, validate_crd_update};
 pub use defaulting::{
     apply_defaults, prune_non_nullable_nulls_without_defaults, validate_defaults,
 };
