@@ -194,12 +194,10 @@ fn strings(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option
                 Ok(V::Int(last_index(&c, &sc, limit).map_or(-1, |i| i as i64)))
             }
         }
-        ("replace", [V::String(a), V::String(b)]) => Ok(V::from(s.replace(&**a, b))),
-        ("replace", [V::String(a), V::String(b), V::Int(n)]) => Ok(V::from(if *n < 0 {
-            s.replace(&**a, b)
-        } else {
-            s.replacen(&**a, b, *n as usize)
-        })),
+        ("replace", [V::String(a), V::String(b)]) => replace_bounded(s, a, b, usize::MAX),
+        ("replace", [V::String(a), V::String(b), V::Int(n)]) => {
+            replace_bounded(s, a, b, usize::try_from(*n).unwrap_or(usize::MAX))
+        }
         ("split", [V::String(sep)]) => Ok(split(s, sep, -1)),
         ("split", [V::String(sep), V::Int(n)]) => Ok(split(s, sep, *n)),
         ("substring", [V::Int(a)]) => {
@@ -225,6 +223,30 @@ fn strings(name: &str, target: Option<&EvalValue>, args: &[EvalValue]) -> Option
         _ => return None,
     };
     Some(r)
+}
+
+/// The most bytes a string function may produce: `replace` can multiply its
+/// input, which the cost model (counting the input) does not see.
+const MAX_STRING_RESULT: usize = 1 << 24;
+
+fn replace_bounded(s: &str, from: &str, to: &str, n: usize) -> CallResult {
+    let matches = if from.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(from).count()
+    }
+    .min(n);
+    let size = s.len().saturating_add(matches.saturating_mul(to.len()));
+    if size > MAX_STRING_RESULT {
+        return Err(EvalError::Other(format!(
+            "replace result exceeds {MAX_STRING_RESULT} bytes"
+        )));
+    }
+    Ok(EvalValue::from(if n == usize::MAX {
+        s.replace(from, to)
+    } else {
+        s.replacen(from, to, n)
+    }))
 }
 
 fn char_index(s: &str, sub: &str, from: usize) -> Option<i64> {
@@ -291,7 +313,8 @@ fn format_string(fmt: &str, args: &[EvalValue]) -> CallResult {
                 p.push(*d);
                 it.next();
             }
-            precision = p.parse::<usize>().ok();
+            // Bounded: the precision is user input and sizes the output.
+            precision = p.parse::<usize>().ok().map(|p| p.min(100));
         }
         let verb = it
             .next()
