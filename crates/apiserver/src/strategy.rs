@@ -143,7 +143,10 @@ pub fn validate(
         return crate::csr::validate(obj, old, scope);
     }
     if crate::apiextensions::is_crd(rt) && !matches!(scope, Some(UpdateScope::Status)) {
-        return Vec::new(); // PENDING crd validation
+        return match old {
+            None => berth_apiextensions::validate_crd(obj),
+            Some(old) => berth_apiextensions::validate_crd_update(obj, old),
+        };
     }
     Vec::new()
 }

@@ -321,3 +321,58 @@ fn crd_lifecycle_with_kubectl() {
     );
     assert_eq!(code, 404);
 }
+
+#[test]
+fn bad_crds_get_upstream_errors() {
+    let s = Server::start("crd-bad");
+    let bad_name = CRONTAB_CRD.replace(
+        "name: crontabs.stable.example.com",
+        "name: crontab.stable.example.com",
+    );
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&bad_name));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("metadata.name: Invalid value: \"crontab.stable.example.com\": must be spec.names.plural+\".\"+spec.group"),
+        "{}",
+        stderr(&out)
+    );
+    let no_storage = CRONTAB_CRD.replace("storage: true", "storage: false");
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&no_storage));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("must have exactly one version marked as storage version"),
+        "{}",
+        stderr(&out)
+    );
+    // A conflicting kind in the same group is not accepted, and never served.
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(CRONTAB_CRD));
+    let twin = CRONTAB_CRD
+        .replace(
+            "crontabs.stable.example.com",
+            "crontabs2.stable.example.com",
+        )
+        .replace("plural: crontabs", "plural: crontabs2")
+        .replace("singular: crontab", "singular: crontab2")
+        .replace("shortNames: [ct]", "shortNames: [ct2]");
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&twin));
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_until(Duration::from_secs(10), "conflict reported", || {
+        s.k(&[
+            "get",
+            "crd",
+            "crontabs2.stable.example.com",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"NamesAccepted\")].reason}",
+        ]) == "KindConflict"
+    });
+    let msg = s.k(&[
+        "get",
+        "crd",
+        "crontabs2.stable.example.com",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"NamesAccepted\")].message}",
+    ]);
+    assert_eq!(msg, "\"CronTab\" is already in use");
+    let (code, _) = s.request("GET", "/apis/stable.example.com/v1/crontabs2", "", None);
+    assert_eq!(code, 404);
+}
