@@ -12,6 +12,21 @@
 //!   apiextensions-apiserver's `Validator.Validate` and the CRD creation
 //!   checks).
 //!
+//! Known differences from upstream (cel-go + Kubernetes):
+//! - The checker is permissive where cel-go's full inference would be needed;
+//!   `dyn` values are checked at runtime only. It never rejects what upstream
+//!   accepts for the cases tested, but may accept some rules upstream rejects.
+//! - Costs follow cel-go's model (1 per identifier/selection/call, 10 per list
+//!   and 30 per map literal, string functions at 0.1 per byte, regexes at
+//!   string × pattern/4) but not its every overload: estimates and runtime
+//!   costs are close to, not equal to, upstream's numbers.
+//! - Parse error texts come from the `cel` crate's antlr runtime (`no viable
+//!   alternative ...` where cel-go may say `mismatched input ...`).
+//! - Time zones: `UTC` and fixed offsets only, no IANA names.
+//! - Not provided: `cel.bind`, two-variable macros other than what the parser
+//!   expands, `authorizer`, the `semver`, `jsonpatch` and `math` libraries,
+//!   struct (message) literals.
+//!
 //! Only the parser of the `cel` crate is used: its interpreter has no cost
 //! accounting and no hooks for Kubernetes' value semantics (set/map lists,
 //! schema objects, Quantity/URL/IP types), which upstream's behaviour needs.
