@@ -397,6 +397,10 @@ pub static RESOURCES: &[ResourceType] = &[
     resource!(api::coordination::v1::Lease, "leases", "lease", NS, short: NONE, cat: NONE, sub: NONE),
     resource!(api::discovery::v1::EndpointSlice, "endpointslices", "endpointslice", NS, short: NONE, cat: NONE, sub: NONE),
     // events.k8s.io/v1 Events are core/v1 Events in storage, as upstream.
+    // admissionregistration.k8s.io/v1: dynamic admission (the API server's
+    // MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins call them).
+    resource!(api::admissionregistration::v1::MutatingWebhookConfiguration, "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
+    resource!(api::admissionregistration::v1::ValidatingWebhookConfiguration, "validatingwebhookconfigurations", "validatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
     // apiextensions.k8s.io/v1: CustomResourceDefinitions; their resources are
     // served from the custom set below once Established (`crd.rs`).
     resource!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition, "customresourcedefinitions", "customresourcedefinition", CLUSTER, short: &["crd", "crds"], cat: &["api-extensions"], sub: STATUS),

@@ -142,6 +142,17 @@ pub fn validate(
     if crate::csr::is_csr(rt) {
         return crate::csr::validate(obj, old, scope);
     }
+    if rt.group == "admissionregistration.k8s.io"
+        && matches!(
+            rt.kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        )
+    {
+        return match old {
+            None => berth_webhook::validate_configuration(obj),
+            Some(old) => berth_webhook::validate_configuration_update(obj, old),
+        };
+    }
     if crate::apiextensions::is_crd(rt) && !matches!(scope, Some(UpdateScope::Status)) {
         return match old {
             None => berth_apiextensions::validate_crd(obj),

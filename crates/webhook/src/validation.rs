@@ -176,7 +176,13 @@ fn validate_webhook(
     };
     let se_path = format!("{path}.sideEffects");
     match h.get("sideEffects") {
+        // The API server decodes through a typed struct whose `sideEffects` is a
+        // plain string: an absent field arrives empty.
         None | Some(Value::Null) => errs.push(FieldError::required(
+            &se_path,
+            format!("must specify one of {}", allowed.join(", ")),
+        )),
+        Some(Value::String(s)) if s.is_empty() => errs.push(FieldError::required(
             &se_path,
             format!("must specify one of {}", allowed.join(", ")),
         )),

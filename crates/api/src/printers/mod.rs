@@ -9,6 +9,7 @@
 //!
 //! One file per API group; `format` holds the shared field and cell helpers.
 
+mod admissionregistration;
 mod apps;
 mod autoscaling;
 mod batch;
@@ -63,6 +64,7 @@ struct Printer {
 fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match group {
         "" => core::printer(kind),
+        "admissionregistration.k8s.io" => admissionregistration::printer(kind),
         "apps" => apps::printer(kind),
         "autoscaling" => autoscaling::printer(kind),
         "batch" => batch::printer(kind),
@@ -382,6 +384,16 @@ mod tests {
             ("", "Secret", "Name Type Data Age"),
             ("", "ServiceAccount", "Name Secrets Age"),
             ("", "ConfigMap", "Name Data Age"),
+            (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration",
+                "Name Webhooks Age",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+                "Name Webhooks Age",
+            ),
             // Upstream has no printer for CRDs: the default table.
             (
                 "apiextensions.k8s.io",

@@ -8,10 +8,13 @@
 
 mod default_ingress_class;
 mod default_toleration_seconds;
+mod mutating_webhook;
 mod namespace_lifecycle;
 mod node_restriction;
 mod priority;
 mod service_account;
+mod validating_webhook;
+mod webhook;
 
 use async_trait::async_trait;
 use berth_api::registry::ResourceType;
@@ -104,6 +107,10 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
             Box::new(default_toleration_seconds::DefaultTolerationSeconds)
         }
         "DefaultIngressClass" => Box::new(default_ingress_class::DefaultIngressClass),
+        "MutatingAdmissionWebhook" => Box::new(mutating_webhook::MutatingAdmissionWebhook::new()),
+        "ValidatingAdmissionWebhook" => {
+            Box::new(validating_webhook::ValidatingAdmissionWebhook::new())
+        }
         _ => return None,
     })
 }
@@ -235,6 +242,8 @@ mod tests {
             "Priority",
             "DefaultTolerationSeconds",
             "DefaultIngressClass",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionWebhook",
         ];
         let cases: &[(Config, Result<Vec<&str>, &str>)] = &[
             (cfg(&[], &[]), Ok(all.to_vec())),
@@ -245,6 +254,8 @@ mod tests {
                     "NodeRestriction",
                     "DefaultTolerationSeconds",
                     "DefaultIngressClass",
+                    "MutatingAdmissionWebhook",
+                    "ValidatingAdmissionWebhook",
                 ]),
             ),
             // The flag's order does not matter.

@@ -63,7 +63,7 @@ pub struct Rest {
 
 /// Defaulting on decode: upstream's SetDefaults_* for built-in kinds, the
 /// schema's `default`s for custom ones.
-fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
+pub(crate) fn apply_defaults(rt: &ResourceType, obj: &mut Value) {
     match rt.custom {
         Some(cr) => crate::apiextensions::customresource::apply_defaults(cr, obj),
         None => berth_api::defaults::apply_defaults(rt.group, rt.version, rt.kind, obj),
