@@ -401,6 +401,12 @@ pub static RESOURCES: &[ResourceType] = &[
     // MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins call them).
     resource!(api::admissionregistration::v1::MutatingWebhookConfiguration, "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
     resource!(api::admissionregistration::v1::ValidatingWebhookConfiguration, "validatingwebhookconfigurations", "validatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
+    // The ValidatingAdmissionPolicy plugin evaluates these (CEL, no webhook).
+    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicy, "validatingadmissionpolicies", "validatingadmissionpolicy", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS),
+    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicyBinding, "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
+    // apiregistration.k8s.io/v1: who serves each group-version (the API server's
+    // aggregator proxies remote ones).
+    resource!(k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService, "apiservices", "apiservice", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS),
     // apiextensions.k8s.io/v1: CustomResourceDefinitions; their resources are
     // served from the custom set below once Established (`crd.rs`).
     resource!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition, "customresourcedefinitions", "customresourcedefinition", CLUSTER, short: &["crd", "crds"], cat: &["api-extensions"], sub: STATUS),

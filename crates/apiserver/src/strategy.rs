@@ -153,6 +153,23 @@ pub fn validate(
             Some(old) => berth_webhook::validate_configuration_update(obj, old),
         };
     }
+    if rt.group == "apiregistration.k8s.io"
+        && rt.kind == "APIService"
+        && !matches!(scope, Some(UpdateScope::Status))
+    {
+        return crate::aggregator::validate(obj);
+    }
+    if rt.group == "admissionregistration.k8s.io" && rt.kind == "ValidatingAdmissionPolicy" {
+        use crate::admission::validating_admission_policy as vap;
+        return match (scope, old) {
+            (Some(UpdateScope::Status), _) => vap::validate_policy_status(obj),
+            (_, Some(old)) => vap::validate_policy_update(obj, old),
+            (_, None) => vap::validate_policy(obj),
+        };
+    }
+    if rt.group == "admissionregistration.k8s.io" && rt.kind == "ValidatingAdmissionPolicyBinding" {
+        return crate::admission::validating_admission_policy::validate_binding(obj);
+    }
     if crate::apiextensions::is_crd(rt) && !matches!(scope, Some(UpdateScope::Status)) {
         return match old {
             None => berth_apiextensions::validate_crd(obj),

@@ -10,6 +10,7 @@
 //! One file per API group; `format` holds the shared field and cell helpers.
 
 mod admissionregistration;
+mod apiregistration;
 mod apps;
 mod autoscaling;
 mod batch;
@@ -65,6 +66,7 @@ fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match group {
         "" => core::printer(kind),
         "admissionregistration.k8s.io" => admissionregistration::printer(kind),
+        "apiregistration.k8s.io" => apiregistration::printer(kind),
         "apps" => apps::printer(kind),
         "autoscaling" => autoscaling::printer(kind),
         "batch" => batch::printer(kind),
@@ -394,6 +396,17 @@ mod tests {
                 "ValidatingWebhookConfiguration",
                 "Name Webhooks Age",
             ),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingAdmissionPolicy",
+                "Name Validations ParamKind Age",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingAdmissionPolicyBinding",
+                "Name PolicyName ParamRef Age",
+            ),
+            ("apiregistration.k8s.io", "APIService", "Name Service Available Age"),
             // Upstream has no printer for CRDs: the default table.
             (
                 "apiextensions.k8s.io",

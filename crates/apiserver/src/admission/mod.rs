@@ -13,6 +13,7 @@ mod namespace_lifecycle;
 mod node_restriction;
 mod priority;
 mod service_account;
+pub(crate) mod validating_admission_policy;
 mod validating_webhook;
 mod webhook;
 
@@ -108,6 +109,9 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
         }
         "DefaultIngressClass" => Box::new(default_ingress_class::DefaultIngressClass),
         "MutatingAdmissionWebhook" => Box::new(mutating_webhook::MutatingAdmissionWebhook::new()),
+        "ValidatingAdmissionPolicy" => {
+            Box::new(validating_admission_policy::ValidatingAdmissionPolicy::new())
+        }
         "ValidatingAdmissionWebhook" => {
             Box::new(validating_webhook::ValidatingAdmissionWebhook::new())
         }
@@ -243,6 +247,7 @@ mod tests {
             "DefaultTolerationSeconds",
             "DefaultIngressClass",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook",
         ];
         let cases: &[(Config, Result<Vec<&str>, &str>)] = &[
@@ -255,6 +260,7 @@ mod tests {
                     "DefaultTolerationSeconds",
                     "DefaultIngressClass",
                     "MutatingAdmissionWebhook",
+                    "ValidatingAdmissionPolicy",
                     "ValidatingAdmissionWebhook",
                 ]),
             ),
