@@ -247,3 +247,45 @@ mod tests {
         );
     }
 }
+
+/// Creates or refreshes kube-system's `extension-apiserver-authentication`
+/// ConfigMap (what aggregated API servers read to trust the front proxy).
+pub async fn extension_apiserver_authentication(rest: &Rest, want: Value) -> Result<()> {
+    let rt =
+        berth_api::registry::lookup("", "v1", "configmaps").context("configmaps not registered")?;
+    let name = "extension-apiserver-authentication";
+    let rp = crate::request::ResourcePath {
+        rt,
+        namespace: Some("kube-system".into()),
+        name: None,
+        subresource: None,
+        legacy_watch: false,
+    };
+    let key = crate::objects::key(rt, Some("kube-system"), name);
+    match rest.store.get(&key).await? {
+        None => match rest
+            .create(&rp, want, &crate::request::Query::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => Ok(()),
+            Err(e) => anyhow::bail!("creating {name}: {e}"),
+        },
+        Some(kv) => {
+            let cur = crate::objects::decode(&kv).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            if cur.get("data") == want.get("data") {
+                return Ok(());
+            }
+            let mut next = cur;
+            next["data"] = want["data"].clone();
+            let one = crate::request::ResourcePath {
+                name: Some(name.into()),
+                ..rp
+            };
+            rest.update(&one, next, &crate::request::Query::default())
+                .await
+                .map(|_| ())
+                .map_err(|e| anyhow::anyhow!("updating {name}: {e}"))
+        }
+    }
+}

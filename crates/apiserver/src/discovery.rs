@@ -110,25 +110,100 @@ fn api_group(g: &registry::Group) -> Value {
     })
 }
 
-/// `/apis`.
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups()
+/// Groups served by remote APIServices: (group, versions preferred first, each
+/// with the APIResourceList its server last answered).
+pub type RemoteGroups = [(String, Vec<(String, Option<Value>)>)];
+
+fn remote_group(name: &str, versions: &[(String, Option<Value>)]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|(v, _)| json!({"groupVersion": group_version(name, v), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": versions,
+        "preferredVersion": versions.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `/apis`: the groups served here, then those of remote APIServices.
+pub fn api_group_list(remote: &RemoteGroups) -> Value {
+    let mut groups: Vec<Value> = registry::groups()
         .iter()
         .filter(|g| !g.name.is_empty())
         .map(api_group)
         .collect();
+    groups.extend(remote.iter().map(|(g, vs)| remote_group(g, vs)));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`.
-pub fn api_group_doc(name: &str) -> Option<Value> {
-    let g = registry::groups()
+pub fn api_group_doc(name: &str, remote: &RemoteGroups) -> Option<Value> {
+    let mut doc = match registry::groups()
         .into_iter()
-        .find(|g| g.name == name && !name.is_empty())?;
-    let mut doc = api_group(&g);
+        .find(|g| g.name == name && !name.is_empty())
+    {
+        Some(g) => api_group(&g),
+        None => remote
+            .iter()
+            .find(|(g, _)| g == name)
+            .map(|(g, vs)| remote_group(g, vs))?,
+    };
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     Some(doc)
+}
+
+/// A remote group-version in aggregated discovery, from its APIResourceList
+/// (`Stale` until its server has answered one).
+fn aggregated_remote_version(version: &str, doc: Option<&Value>) -> Value {
+    let Some(doc) = doc else {
+        return json!({"version": version, "resources": [], "freshness": "Stale"});
+    };
+    let list: Vec<Value> = doc
+        .get("resources")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut resources: Vec<Value> = Vec::new();
+    for r in &list {
+        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.contains('/') {
+            continue;
+        }
+        let subs: Vec<Value> = list
+            .iter()
+            .filter_map(|s| {
+                let n = s.get("name").and_then(Value::as_str)?;
+                let sub = n.strip_prefix(&format!("{name}/"))?;
+                Some(json!({
+                    "subresource": sub,
+                    "responseKind": {"group": s.get("group").cloned().unwrap_or(json!("")), "version": s.get("version").cloned().unwrap_or(json!("")), "kind": s.get("kind").cloned().unwrap_or(json!(""))},
+                    "verbs": s.get("verbs").cloned().unwrap_or(json!([])),
+                }))
+            })
+            .collect();
+        let mut out = json!({
+            "resource": name,
+            "responseKind": {"group": "", "version": "", "kind": r.get("kind").cloned().unwrap_or(json!(""))},
+            "scope": if r.get("namespaced").and_then(Value::as_bool) == Some(true) { "Namespaced" } else { "Cluster" },
+            "singularResource": r.get("singularName").cloned().unwrap_or(json!("")),
+            "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
+        });
+        for k in ["shortNames", "categories"] {
+            if let Some(v) = r
+                .get(k)
+                .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                out[k] = v.clone();
+            }
+        }
+        if !subs.is_empty() {
+            out["subresources"] = Value::Array(subs);
+        }
+        resources.push(out);
+    }
+    json!({"version": version, "resources": resources, "freshness": "Current"})
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`.
@@ -177,8 +252,8 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
 }
 
 /// Aggregated discovery for the core group (`legacy`) or every named group.
-pub fn aggregated(legacy: bool, api_version: &str) -> Value {
-    let items: Vec<Value> = registry::groups()
+pub fn aggregated(legacy: bool, api_version: &str, remote: &RemoteGroups) -> Value {
+    let mut items: Vec<Value> = registry::groups()
         .iter()
         .filter(|g| g.name.is_empty() == legacy)
         .map(|g| {
@@ -225,6 +300,15 @@ pub fn aggregated(legacy: bool, api_version: &str) -> Value {
             json!({"metadata": {"name": g.name}, "versions": versions})
         })
         .collect();
+    if !legacy {
+        items.extend(remote.iter().map(|(g, vs)| {
+            let versions: Vec<Value> = vs
+                .iter()
+                .map(|(v, doc)| aggregated_remote_version(v, doc.as_ref()))
+                .collect();
+            json!({"metadata": {"name": g}, "versions": versions})
+        }));
+    }
     json!({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": api_version,
@@ -267,7 +351,7 @@ mod tests {
             (Some("autoscaling"), Some("Scale"))
         );
         assert!(api_resource_list("nope", "v1").is_none());
-        let groups = api_group_list();
+        let groups = api_group_list(&[]);
         assert!(
             groups["groups"]
                 .as_array()
@@ -276,7 +360,7 @@ mod tests {
                 .any(|g| g["name"] == "apps")
         );
         assert_eq!(
-            api_group_doc("autoscaling").unwrap()["preferredVersion"]["version"],
+            api_group_doc("autoscaling", &[]).unwrap()["preferredVersion"]["version"],
             "v2"
         );
     }
@@ -290,10 +374,10 @@ mod tests {
             Some(AGGREGATED_V2)
         );
         assert_eq!(wants_aggregated("application/json"), None);
-        let core = aggregated(true, "apidiscovery.k8s.io/v2");
+        let core = aggregated(true, "apidiscovery.k8s.io/v2", &[]);
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         assert_eq!(core["items"][0]["metadata"]["name"], "");
-        let named = aggregated(false, "apidiscovery.k8s.io/v2");
+        let named = aggregated(false, "apidiscovery.k8s.io/v2", &[]);
         assert!(
             named["items"]
                 .as_array()

@@ -5,6 +5,7 @@
 //! validation) and `strategy` (per-kind rules) → `objects` (storage keys/bytes).
 
 pub mod admission;
+pub mod aggregator;
 pub mod alloc;
 pub mod apiextensions;
 pub mod authentication;
@@ -13,6 +14,7 @@ pub mod bootstrap;
 pub mod csr;
 pub mod decode;
 pub mod discovery;
+pub mod endpoints;
 pub mod metrics;
 pub mod negotiate;
 pub mod node_authorizer;
@@ -184,10 +186,21 @@ impl ApiServer {
             )
             .map_err(|e| tracing::warn!(error = %e, "kubelet client credentials"))
             .ok(),
+            proxy_client: Some((
+                pki.proxy_client_cert_pem.clone(),
+                pki.proxy_client_key_pem.clone(),
+            )),
         });
         bootstrap::run(&state.rest).await?;
         apiextensions::install_from_cache(&state.rest);
+        bootstrap::extension_apiserver_authentication(
+            &state.rest,
+            aggregator::authentication_config_map(&pki.ca_pem, &pki.request_header_ca_pem),
+        )
+        .await?;
+        aggregator::autoregister::sync(&state.rest).await;
         tokio::spawn(apiextensions::run(state.clone()));
+        tokio::spawn(aggregator::available::run(state.clone()));
         alloc::kubernetes::start(&state, &config, secure_addr)
             .await
             .map_err(|e| anyhow::anyhow!("creating the kubernetes Service: {e}"))?;

@@ -23,6 +23,60 @@ pub struct Pki {
     /// The API server's client certificate for kubelets (exec, logs, port-forward).
     pub kubelet_client_cert_pem: String,
     pub kubelet_client_key_pem: String,
+    /// The front proxy's CA (kube-apiserver's `--requestheader-client-ca-file`) and
+    /// the client certificate it signs, which aggregated API servers trust to
+    /// carry the user in `X-Remote-User` / `X-Remote-Group` (k3s's names).
+    pub request_header_ca_pem: String,
+    pub proxy_client_cert_pem: String,
+    pub proxy_client_key_pem: String,
+}
+
+/// The front proxy's client certificate CN (`--requestheader-allowed-names`).
+pub const PROXY_CLIENT_NAME: &str = "system:auth-proxy";
+
+/// A self-signed CA at `cert`/`key`, generated once.
+fn ensure_ca(cert: &Path, key_path: &Path, cn: &str) -> Result<()> {
+    if cert.exists() && key_path.exists() {
+        return Ok(());
+    }
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = dn(&format!("{cn}@{}", chrono::Utc::now().timestamp()), &[]);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let c = params.self_signed(&key)?;
+    write_private(key_path, &key.serialize_pem())?;
+    fs::write(cert, c.pem())?;
+    Ok(())
+}
+
+/// A client certificate for `cn` signed by `issuer`, generated once.
+fn ensure_client_cert(
+    cert: &Path,
+    key_path: &Path,
+    cn: &str,
+    orgs: &[&str],
+    issuer: &Issuer<'_, KeyPair>,
+) -> Result<()> {
+    if cert.exists() && key_path.exists() {
+        return Ok(());
+    }
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = dn(cn, orgs);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    let c = params.signed_by(&key, issuer)?;
+    write_private(key_path, &key.serialize_pem())?;
+    fs::write(cert, c.pem())?;
+    Ok(())
 }
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
@@ -154,6 +208,22 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         fs::write(&kubelet_cert_path, cert.pem())?;
     }
 
+    let rh_ca_path = dir.join("request-header-ca.crt");
+    let rh_ca_key_path = dir.join("request-header-ca.key");
+    ensure_ca(&rh_ca_path, &rh_ca_key_path, "berth-request-header-ca")?;
+    let rh_ca_pem = read(&rh_ca_path)?;
+    let rh_issuer =
+        Issuer::from_ca_cert_pem(&rh_ca_pem, KeyPair::from_pem(&read(&rh_ca_key_path)?)?)?;
+    let proxy_cert_path = dir.join("client-auth-proxy.crt");
+    let proxy_key_path = dir.join("client-auth-proxy.key");
+    ensure_client_cert(
+        &proxy_cert_path,
+        &proxy_key_path,
+        PROXY_CLIENT_NAME,
+        &[],
+        &rh_issuer,
+    )?;
+
     let token_path = data_dir.join("token");
     if !token_path.exists() {
         let bytes: [u8; 24] = rand::random();
@@ -169,6 +239,9 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         admin_token,
         kubelet_client_cert_pem: read(&kubelet_cert_path)?,
         kubelet_client_key_pem: read(&kubelet_key_path)?,
+        request_header_ca_pem: rh_ca_pem,
+        proxy_client_cert_pem: read(&proxy_cert_path)?,
+        proxy_client_key_pem: read(&proxy_key_path)?,
         dir,
     })
 }

@@ -517,7 +517,7 @@ fn wants_upgrade(headers: &HeaderMap) -> bool {
 
 /// The end-to-end headers of a message: hop-by-hop ones go, and so do those the
 /// `Connection` header names.
-fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+pub(crate) fn end_to_end(headers: &HeaderMap) -> HeaderMap {
     let named: Vec<String> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -679,7 +679,7 @@ pub async fn serve(
 
 /// Relays a backend body frame by frame; a client that goes away drops the
 /// backend connection.
-fn stream_body(mut body: Incoming) -> Body {
+pub(crate) fn stream_body(mut body: Incoming) -> Body {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Frame<Bytes>>(16);
     tokio::spawn(async move {
         loop {

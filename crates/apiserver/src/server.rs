@@ -39,6 +39,8 @@ pub struct State {
     pub server_address: String,
     /// TLS to kubelets for pods' log, exec, attach and portforward.
     pub kubelet: Option<crate::streaming::KubeletClient>,
+    /// The front proxy's client certificate and key (PEM), for aggregated APIs.
+    pub proxy_client: Option<(String, String)>,
 }
 
 fn full(code: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -271,6 +273,9 @@ async fn route(
             None => Err(ApiError::path_not_found()),
         };
     }
+    if let Some(remote) = crate::aggregator::route(&state.rest, &path) {
+        return crate::aggregator::proxy::serve(state, req, &user, &remote).await;
+    }
     if !(path == "/api"
         || path.starts_with("/api/")
         || path == "/apis"
@@ -291,19 +296,23 @@ async fn route(
                 return Ok(json_response(
                     200,
                     ct,
-                    &discovery::aggregated(legacy, v),
+                    &discovery::aggregated(
+                        legacy,
+                        v,
+                        &crate::aggregator::discovery_groups(&state.rest),
+                    ),
                     &[],
                 ));
             }
             let doc = if legacy {
                 discovery::api_versions(&state.server_address)
             } else {
-                discovery::api_group_list()
+                discovery::api_group_list(&crate::aggregator::discovery_groups(&state.rest))
             };
             return Ok(json_response(200, "application/json", &doc, &[]));
         }
         Target::Group(g) => {
-            return discovery::api_group_doc(&g)
+            return discovery::api_group_doc(&g, &crate::aggregator::discovery_groups(&state.rest))
                 .map(|d| json_response(200, "application/json", &d, &[]))
                 .ok_or_else(ApiError::path_not_found);
         }

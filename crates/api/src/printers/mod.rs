@@ -406,7 +406,11 @@ mod tests {
                 "ValidatingAdmissionPolicyBinding",
                 "Name PolicyName ParamRef Age",
             ),
-            ("apiregistration.k8s.io", "APIService", "Name Service Available Age"),
+            (
+                "apiregistration.k8s.io",
+                "APIService",
+                "Name Service Available Age",
+            ),
             // Upstream has no printer for CRDs: the default table.
             (
                 "apiextensions.k8s.io",

@@ -446,12 +446,12 @@ fn every_message_index_resolves_and_fields_are_sorted() {
 #[test]
 fn every_served_kind_and_its_list_has_a_message() {
     // The table is generated from k8s.io/api and apimachinery (v0.33) without
-    // admissionregistration; the apiextensions.k8s.io types live in
-    // k8s.io/apiextensions-apiserver. Both are served as JSON only.
+    // admissionregistration; apiextensions.k8s.io and apiregistration.k8s.io live
+    // in k8s.io/apiextensions-apiserver and k8s.io/kube-aggregator. All are JSON only.
     let json_only = |r: &crate::registry::ResourceType| {
         matches!(
             r.group,
-            "apiextensions.k8s.io" | "admissionregistration.k8s.io"
+            "apiextensions.k8s.io" | "admissionregistration.k8s.io" | "apiregistration.k8s.io"
         )
     };
     for r in crate::registry::RESOURCES.iter().filter(|r| !json_only(r)) {

@@ -222,6 +222,8 @@ async fn reconcile(rest: &Rest) -> bool {
             }
         }
     }
+    // Local APIServices follow the served custom group-versions.
+    crate::aggregator::autoregister::sync(rest).await;
     let mut pending = false;
     for c in crds.iter().filter(|c| objects::is_deleting(c)) {
         if objects::finalizers(c)

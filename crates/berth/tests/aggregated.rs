@@ -1,0 +1,218 @@
+//! Aggregated APIs end to end: an APIService whose Service's endpoint is a real
+//! HTTPS server in this test. It must only accept the front proxy's client
+//! certificate (signed by the CA `extension-apiserver-authentication` names), sees
+//! the caller in `X-Remote-User`/`X-Remote-Group`, is listed by discovery, and
+//! once it is gone the APIService turns Available=False and requests get 503.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use common::{Server, stderr, stdout, wait_until};
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+/// An address of this machine other pods and the API server can reach (not
+/// loopback, which upstream refuses in endpoints).
+fn host_ip() -> IpAddr {
+    let out = std::process::Command::new("ip")
+        .args(["-4", "-o", "addr", "show", "scope", "global"])
+        .output()
+        .expect("ip addr");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| !l.contains("berth") && !l.contains("cni") && !l.contains("veth"))
+        .find_map(|l| {
+            let addr = l.split_whitespace().skip_while(|w| *w != "inet").nth(1)?;
+            addr.split('/').next()?.parse().ok()
+        })
+        .expect("a global IPv4 address on this machine")
+}
+
+/// The aggregated server: a serving certificate for `flowers.default.svc` from
+/// its own CA, and client certificates required from `client_ca`.
+fn tls(client_ca: &str) -> (String, Arc<rustls::ServerConfig>) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["flowers.default.svc".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut client_ca.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (ca.pem(), Arc::new(server))
+}
+
+fn answer(path: &str, headers: &hyper::HeaderMap) -> Value {
+    let all = |name: &str| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(String::from))
+            .collect()
+    };
+    match path {
+        "/apis/berth.example.com/v1" => json!({
+            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "berth.example.com/v1",
+            "resources": [{"name": "flowers", "singularName": "flower", "namespaced": false,
+                           "kind": "Flower", "verbs": ["get", "list"]}]
+        }),
+        _ => json!({"kind": "FlowerList", "apiVersion": "berth.example.com/v1", "items": [],
+                    "seenUser": all("x-remote-user"), "seenGroups": all("x-remote-group"),
+                    "sawAuthorization": headers.contains_key("authorization")}),
+    }
+}
+
+async fn serve(listener: tokio::net::TcpListener, tls: Arc<rustls::ServerConfig>) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    while let Ok((tcp, _)) = listener.accept().await {
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            // No front proxy certificate, no connection.
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let svc = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                let body = answer(req.uri().path(), req.headers());
+                Ok::<_, std::convert::Infallible>(
+                    hyper::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from(body.to_string())))
+                        .unwrap(),
+                )
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), svc)
+                .await;
+        });
+    }
+}
+
+fn apply(s: &Server, doc: &Value) -> std::process::Output {
+    tokio::task::block_in_place(|| s.kubectl_stdin(&["apply", "-f", "-"], Some(&doc.to_string())))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apiservice_proxies_lists_and_fails_as_upstream() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let s = tokio::task::spawn_blocking(|| Server::start("aggregated")).await.unwrap();
+    let k = |args: &[&str]| tokio::task::block_in_place(|| s.k(args));
+
+    // Local APIServices stand for what the server serves itself.
+    let table = k(&["get", "apiservices"]);
+    assert_eq!(
+        table.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    );
+    wait_until(Duration::from_secs(20), "v1.apps Available", || {
+        k(&["get", "apiservice", "v1.apps", "-o", "jsonpath={.status.conditions[0].reason}"]) == "Local"
+    });
+
+    // A bad APIService is refused with upstream's message.
+    let out = apply(&s, &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "flowers"}, "spec": {"group": "berth.example.com", "version": "v1",
+        "groupPriorityMinimum": 1000, "versionPriority": 15}}));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("metadata.name: Invalid value: \"flowers\": must be `spec.version+\".\"+spec.group`: \"v1.berth.example.com\""),
+        "{}",
+        stderr(&out)
+    );
+
+    // The backend trusts the front proxy's CA, as published.
+    let client_ca = k(&[
+        "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication",
+        "-o", "jsonpath={.data.requestheader-client-ca-file}",
+    ]);
+    assert!(client_ca.contains("BEGIN CERTIFICATE"), "{client_ca}");
+    let (serving_ca, tls) = tls(&client_ca);
+    let ip = host_ip();
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(serve(listener, tls));
+
+    for doc in [
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flowers", "namespace": "default"},
+               "spec": {"ports": [{"port": 443, "targetPort": port}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "flowers-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "flowers"}},
+               "addressType": "IPv4", "ports": [{"name": "", "port": port, "protocol": "TCP"}],
+               "endpoints": [{"addresses": [ip.to_string()], "conditions": {"ready": true}}]}),
+        json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+               "metadata": {"name": "v1.berth.example.com"},
+               "spec": {"group": "berth.example.com", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+                        "service": {"namespace": "default", "name": "flowers", "port": 443},
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(&serving_ca)}}),
+    ] {
+        let out = apply(&s, &doc);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    wait_until(Duration::from_secs(20), "APIService Available", || {
+        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].status}"]) == "True"
+    });
+    assert_eq!(
+        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].reason}"]),
+        "Passed"
+    );
+
+    // Discovery and requests go to the backend, with the caller's identity.
+    let doc: Value = serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1"])).unwrap();
+    assert_eq!(doc["resources"][0]["name"], "flowers");
+    let groups: Value = serde_json::from_str(&k(&["get", "--raw", "/apis"])).unwrap();
+    assert!(
+        groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "berth.example.com"),
+        "{groups}"
+    );
+    let res = k(&["api-resources", "--api-group=berth.example.com"]);
+    assert!(res.lines().any(|l| l.starts_with("flowers ")), "{res}");
+    let list: Value = serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1/flowers"])).unwrap();
+    assert_eq!(list["seenUser"], json!(["system:admin"]));
+    let seen_groups: Vec<&str> = list["seenGroups"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(seen_groups.contains(&"system:masters"), "{seen_groups:?}");
+    assert!(seen_groups.contains(&"system:authenticated"), "{seen_groups:?}");
+    assert_eq!(list["sawAuthorization"], false);
+
+    // The backend goes away: Available=False, and 503 as upstream.
+    server.abort();
+    let _ = server.await;
+    wait_until(Duration::from_secs(30), "APIService unavailable", || {
+        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].reason}"])
+            == "FailedDiscoveryCheck"
+    });
+    let row = k(&["get", "apiservice", "v1.berth.example.com"]);
+    assert!(row.contains("default/flowers") && row.contains("False (FailedDiscoveryCheck)"), "{row}");
+    let out = tokio::task::block_in_place(|| s.kubectl(&["get", "--raw", "/apis/berth.example.com/v1/flowers"]));
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("ServiceUnavailable") || stderr(&out).contains("the server is currently unable to handle the request"),
+        "{}",
+        stderr(&out)
+    );
+    let (code, _) = s.request("GET", "/apis/berth.example.com/v1/flowers", "", None);
+    assert_eq!(code, 503);
+}
