@@ -30,6 +30,7 @@ pub mod status;
 pub mod strategy;
 pub mod streaming;
 pub mod tokens;
+pub mod warnings;
 pub mod watch;
 pub mod watchcache;
 

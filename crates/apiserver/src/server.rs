@@ -153,10 +153,13 @@ pub async fn handle(
     let resp = match admit_request(&state, &auth, &req).await {
         Err(e) => error_response(&e, &accept),
         Ok(user) => {
-            let mut resp = match route(&state, req, user, &mut labels).await {
+            let (result, warnings) =
+                crate::warnings::collect(route(&state, req, user, &mut labels)).await;
+            let mut resp = match result {
                 Ok(r) => r,
                 Err(e) => error_response(&e, &accept),
             };
+            add_warnings(&mut resp, &warnings);
             if let Some(w) =
                 berth_api::registry::lookup(&labels.group, &labels.version, &labels.resource)
                     .and_then(berth_api::registry::deprecation_warning)

@@ -171,10 +171,24 @@ pub fn validate(
         return crate::admission::validating_admission_policy::validate_binding(obj);
     }
     if crate::apiextensions::is_crd(rt) && !matches!(scope, Some(UpdateScope::Status)) {
-        return match old {
+        let mut errs = match old {
             None => berth_apiextensions::validate_crd(obj),
             Some(old) => berth_apiextensions::validate_crd_update(obj, old),
         };
+        // Conversion webhooks are not called yet: refuse them rather than
+        // serve every version with `None`'s rules.
+        if obj
+            .pointer("/spec/conversion/strategy")
+            .and_then(Value::as_str)
+            == Some("Webhook")
+        {
+            errs.push(FieldError::not_supported(
+                "spec.conversion.strategy",
+                "Webhook",
+                &["None"],
+            ));
+        }
+        return errs;
     }
     Vec::new()
 }

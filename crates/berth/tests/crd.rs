@@ -344,6 +344,21 @@ fn bad_crds_get_upstream_errors() {
         "{}",
         stderr(&out)
     );
+    // Conversion webhooks are refused, not accepted and ignored.
+    let webhook = CRONTAB_CRD.replace(
+        "  scope: Namespaced\n",
+        "  scope: Namespaced\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig:\n        url: https://127.0.0.1:1/convert\n",
+    );
+    assert_ne!(webhook, CRONTAB_CRD);
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&webhook));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "spec.conversion.strategy: Unsupported value: \"Webhook\": supported values: \"None\""
+        ),
+        "{}",
+        stderr(&out)
+    );
     // A conflicting kind in the same group is not accepted, and never served.
     s.kubectl_stdin(&["apply", "-f", "-"], Some(CRONTAB_CRD));
     let twin = CRONTAB_CRD

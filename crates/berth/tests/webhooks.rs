@@ -174,17 +174,23 @@ async fn webhooks_mutate_deny_fail_and_time_out() {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": {"app": "x"}},
                "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     };
-    let mut created = false;
+    let mut created = None;
     for _ in 0..20 {
         // The namespace's default ServiceAccount appears shortly after it.
         let out = apply(&s, &pod("hooked", "p1"));
         if out.status.success() {
-            created = true;
+            created = Some(out);
             break;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert!(created, "pod in hooked namespace");
+    let created = created.expect("pod in hooked namespace");
+    // The webhook's warning reaches the client, as upstream's Warning header.
+    assert!(
+        stderr(&created).contains("Warning: labelled by the e2e webhook"),
+        "{}",
+        stderr(&created)
+    );
     let labels = k(&[
         "get",
         "pod",

@@ -172,17 +172,20 @@ impl Request {
     }
 }
 
-/// An admission error as the request's Status; warnings are logged (the chain
-/// has no channel for them yet).
+/// An admission error as the request's Status; the webhooks' warnings go to the
+/// response either way, as upstream's.
 fn finish(out: Result<berth_webhook::Outcome, AdmissionError>) -> ApiResult<()> {
     match out {
         Ok(o) => {
-            for w in o.warnings {
-                tracing::info!(warning = %w, "admission webhook warning");
-            }
+            o.warnings.into_iter().for_each(crate::warnings::push);
             Ok(())
         }
         Err(e) => {
+            e.outcome
+                .warnings
+                .iter()
+                .cloned()
+                .for_each(crate::warnings::push);
             let reason: &'static str = match e.reason.as_str() {
                 "Forbidden" => "Forbidden",
                 "BadRequest" => "BadRequest",
