@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams, Preconditions};
-use kube::discovery::{Discovery, Scope, verbs};
+use kube::discovery::{Scope, verbs};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
@@ -376,10 +376,13 @@ impl Gc {
 
     /// Starts a watcher for every listable, watchable resource not yet watched.
     async fn discover(&mut self) -> Result<(), Error> {
-        let discovery = Discovery::new(self.client.clone())
-            .run()
+        let found = crate::discovery::run(&self.client)
             .await
             .map_err(|e| Error::Discovery(e.to_string()))?;
+        if !found.failed.is_empty() {
+            warn!(groups = ?found.failed, "garbage collector: some API groups did not answer discovery");
+        }
+        let discovery = found.discovery;
         for group in discovery.groups() {
             for (ar, caps) in group.recommended_resources() {
                 if !caps.supports_operation(verbs::LIST) || !caps.supports_operation(verbs::WATCH) {

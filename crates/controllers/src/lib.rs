@@ -10,6 +10,7 @@ pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod discovery;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod garbagecollector;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::discovery::{Discovery, Scope, verbs};
+use kube::discovery::{Scope, verbs};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use tracing::{info, warn};
@@ -61,10 +61,10 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
 /// Deletes every namespaced object in `ns`; returns the resources that still
 /// have objects (being deleted gracefully or held by finalizers).
 async fn delete_content(client: &kube::Client, ns: &str) -> Result<Vec<String>, Error> {
-    let discovery = Discovery::new(client.clone())
-        .run()
+    let found = crate::discovery::run(client)
         .await
         .map_err(|e| Error::Discovery(e.to_string()))?;
+    let discovery = found.discovery;
     let mut remaining = Vec::new();
     for group in discovery.groups() {
         for (ar, caps) in group.recommended_resources() {
@@ -99,6 +99,15 @@ async fn delete_content(client: &kube::Client, ns: &str) -> Result<Vec<String>, 
                 remaining.push(ar.plural.clone());
             }
         }
+    }
+    // Objects of a group that did not answer may still be there: the
+    // namespace stays until discovery succeeds, as upstream's.
+    if !found.failed.is_empty() {
+        return Err(Error::Discovery(format!(
+            "Discovery failed for some groups, {} failing: {}",
+            found.failed.len(),
+            found.failed.join(", ")
+        )));
     }
     Ok(remaining)
 }
