@@ -214,40 +214,6 @@ fn reconciled(have: &Value, want: &Value) -> Option<Value> {
     (out != *have).then_some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reconciliation_adds_only_what_is_missing() {
-        let want = json!({"metadata": {"name": "view", "labels": {"a": "1"}, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]});
-        let same = want.clone();
-        assert_eq!(reconciled(&same, &want), None);
-        let extra = json!({"metadata": {"name": "view", "labels": {"a": "1", "b": "2"}, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]});
-        assert_eq!(
-            reconciled(&extra, &want),
-            None,
-            "extra rules and labels stay"
-        );
-        let stripped = json!({"metadata": {"name": "view"}, "rules": []});
-        let fixed = reconciled(&stripped, &want).unwrap();
-        assert_eq!(fixed["rules"], want["rules"]);
-        assert_eq!(fixed["metadata"]["labels"], json!({"a": "1"}));
-        let frozen = json!({"metadata": {"name": "view", "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "false"}}, "rules": []});
-        assert_eq!(reconciled(&frozen, &want), None);
-        let agg_want = json!({"metadata": {"name": "admin"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}, "rules": []});
-        let agg_have = json!({"metadata": {"name": "admin"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]},
-            "rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]});
-        assert_eq!(
-            reconciled(&agg_have, &agg_want),
-            None,
-            "aggregated rules are the controller's"
-        );
-    }
-}
-
 /// Creates or refreshes kube-system's `extension-apiserver-authentication`
 /// ConfigMap (what aggregated API servers read to trust the front proxy).
 pub async fn extension_apiserver_authentication(rest: &Rest, want: Value) -> Result<()> {
@@ -287,5 +253,39 @@ pub async fn extension_apiserver_authentication(rest: &Rest, want: Value) -> Res
                 .map(|_| ())
                 .map_err(|e| anyhow::anyhow!("updating {name}: {e}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconciliation_adds_only_what_is_missing() {
+        let want = json!({"metadata": {"name": "view", "labels": {"a": "1"}, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]});
+        let same = want.clone();
+        assert_eq!(reconciled(&same, &want), None);
+        let extra = json!({"metadata": {"name": "view", "labels": {"a": "1", "b": "2"}, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]});
+        assert_eq!(
+            reconciled(&extra, &want),
+            None,
+            "extra rules and labels stay"
+        );
+        let stripped = json!({"metadata": {"name": "view"}, "rules": []});
+        let fixed = reconciled(&stripped, &want).unwrap();
+        assert_eq!(fixed["rules"], want["rules"]);
+        assert_eq!(fixed["metadata"]["labels"], json!({"a": "1"}));
+        let frozen = json!({"metadata": {"name": "view", "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "false"}}, "rules": []});
+        assert_eq!(reconciled(&frozen, &want), None);
+        let agg_want = json!({"metadata": {"name": "admin"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}, "rules": []});
+        let agg_have = json!({"metadata": {"name": "admin"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]},
+            "rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]});
+        assert_eq!(
+            reconciled(&agg_have, &agg_want),
+            None,
+            "aggregated rules are the controller's"
+        );
     }
 }

@@ -112,7 +112,7 @@ fn api_group(g: &registry::Group) -> Value {
 
 /// Groups served by remote APIServices: (group, versions preferred first, each
 /// with the APIResourceList its server last answered).
-pub type RemoteGroups = [(String, Vec<(String, Option<Value>)>)];
+pub type RemoteGroups = [crate::aggregator::RemoteGroup];
 
 fn remote_group(name: &str, versions: &[(String, Option<Value>)]) -> Value {
     let versions: Vec<Value> = versions

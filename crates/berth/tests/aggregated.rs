@@ -52,10 +52,12 @@ fn tls(client_ca: &str) -> (String, Arc<rustls::ServerConfig>) {
         roots.add(c.unwrap()).unwrap();
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
     let server = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(rustls::DEFAULT_VERSIONS)
         .unwrap()
@@ -120,23 +122,39 @@ fn apply(s: &Server, doc: &Value) -> std::process::Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apiservice_proxies_lists_and_fails_as_upstream() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let s = tokio::task::spawn_blocking(|| Server::start("aggregated")).await.unwrap();
+    let s = tokio::task::spawn_blocking(|| Server::start("aggregated"))
+        .await
+        .unwrap();
     let k = |args: &[&str]| tokio::task::block_in_place(|| s.k(args));
 
     // Local APIServices stand for what the server serves itself.
     let table = k(&["get", "apiservices"]);
     assert_eq!(
-        table.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
         ["NAME", "SERVICE", "AVAILABLE", "AGE"]
     );
     wait_until(Duration::from_secs(20), "v1.apps Available", || {
-        k(&["get", "apiservice", "v1.apps", "-o", "jsonpath={.status.conditions[0].reason}"]) == "Local"
+        k(&[
+            "get",
+            "apiservice",
+            "v1.apps",
+            "-o",
+            "jsonpath={.status.conditions[0].reason}",
+        ]) == "Local"
     });
 
     // A bad APIService is refused with upstream's message.
-    let out = apply(&s, &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+    let out = apply(
+        &s,
+        &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
         "metadata": {"name": "flowers"}, "spec": {"group": "berth.example.com", "version": "v1",
-        "groupPriorityMinimum": 1000, "versionPriority": 15}}));
+        "groupPriorityMinimum": 1000, "versionPriority": 15}}),
+    );
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("metadata.name: Invalid value: \"flowers\": must be `spec.version+\".\"+spec.group`: \"v1.berth.example.com\""),
@@ -146,13 +164,20 @@ async fn apiservice_proxies_lists_and_fails_as_upstream() {
 
     // The backend trusts the front proxy's CA, as published.
     let client_ca = k(&[
-        "get", "configmap", "-n", "kube-system", "extension-apiserver-authentication",
-        "-o", "jsonpath={.data.requestheader-client-ca-file}",
+        "get",
+        "configmap",
+        "-n",
+        "kube-system",
+        "extension-apiserver-authentication",
+        "-o",
+        "jsonpath={.data.requestheader-client-ca-file}",
     ]);
     assert!(client_ca.contains("BEGIN CERTIFICATE"), "{client_ca}");
     let (serving_ca, tls) = tls(&client_ca);
     let ip = host_ip();
-    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await.unwrap();
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0))
+        .await
+        .unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(serve(listener, tls));
 
@@ -173,43 +198,80 @@ async fn apiservice_proxies_lists_and_fails_as_upstream() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     wait_until(Duration::from_secs(20), "APIService Available", || {
-        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].status}"]) == "True"
+        k(&[
+            "get",
+            "apiservice",
+            "v1.berth.example.com",
+            "-o",
+            "jsonpath={.status.conditions[0].status}",
+        ]) == "True"
     });
     assert_eq!(
-        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].reason}"]),
+        k(&[
+            "get",
+            "apiservice",
+            "v1.berth.example.com",
+            "-o",
+            "jsonpath={.status.conditions[0].reason}"
+        ]),
         "Passed"
     );
 
     // Discovery and requests go to the backend, with the caller's identity.
-    let doc: Value = serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1"])).unwrap();
+    let doc: Value =
+        serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1"])).unwrap();
     assert_eq!(doc["resources"][0]["name"], "flowers");
     let groups: Value = serde_json::from_str(&k(&["get", "--raw", "/apis"])).unwrap();
     assert!(
-        groups["groups"].as_array().unwrap().iter().any(|g| g["name"] == "berth.example.com"),
+        groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "berth.example.com"),
         "{groups}"
     );
     let res = k(&["api-resources", "--api-group=berth.example.com"]);
     assert!(res.lines().any(|l| l.starts_with("flowers ")), "{res}");
-    let list: Value = serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1/flowers"])).unwrap();
+    let list: Value =
+        serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1/flowers"])).unwrap();
     assert_eq!(list["seenUser"], json!(["system:admin"]));
-    let seen_groups: Vec<&str> = list["seenGroups"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let seen_groups: Vec<&str> = list["seenGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert!(seen_groups.contains(&"system:masters"), "{seen_groups:?}");
-    assert!(seen_groups.contains(&"system:authenticated"), "{seen_groups:?}");
+    assert!(
+        seen_groups.contains(&"system:authenticated"),
+        "{seen_groups:?}"
+    );
     assert_eq!(list["sawAuthorization"], false);
 
     // The backend goes away: Available=False, and 503 as upstream.
     server.abort();
     let _ = server.await;
     wait_until(Duration::from_secs(30), "APIService unavailable", || {
-        k(&["get", "apiservice", "v1.berth.example.com", "-o", "jsonpath={.status.conditions[0].reason}"])
-            == "FailedDiscoveryCheck"
+        k(&[
+            "get",
+            "apiservice",
+            "v1.berth.example.com",
+            "-o",
+            "jsonpath={.status.conditions[0].reason}",
+        ]) == "FailedDiscoveryCheck"
     });
     let row = k(&["get", "apiservice", "v1.berth.example.com"]);
-    assert!(row.contains("default/flowers") && row.contains("False (FailedDiscoveryCheck)"), "{row}");
-    let out = tokio::task::block_in_place(|| s.kubectl(&["get", "--raw", "/apis/berth.example.com/v1/flowers"]));
+    assert!(
+        row.contains("default/flowers") && row.contains("False (FailedDiscoveryCheck)"),
+        "{row}"
+    );
+    let out = tokio::task::block_in_place(|| {
+        s.kubectl(&["get", "--raw", "/apis/berth.example.com/v1/flowers"])
+    });
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(
-        stderr(&out).contains("ServiceUnavailable") || stderr(&out).contains("the server is currently unable to handle the request"),
+        stderr(&out).contains("ServiceUnavailable")
+            || stderr(&out).contains("the server is currently unable to handle the request"),
         "{}",
         stderr(&out)
     );

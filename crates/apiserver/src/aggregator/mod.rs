@@ -148,9 +148,12 @@ pub(crate) fn set_discovery(group: &str, version: &str, doc: Option<Value>) {
     }
 }
 
+/// A remote group: its name and versions, each with its last discovery document.
+pub type RemoteGroup = (String, Vec<(String, Option<Value>)>);
+
 /// What discovery lists for remote groups: (group, versions preferred first,
 /// each with its last APIResourceList if the backend answered one).
-pub fn discovery_groups(rest: &Rest) -> Vec<(String, Vec<(String, Option<Value>)>)> {
+pub fn discovery_groups(rest: &Rest) -> Vec<RemoteGroup> {
     let mut remotes = remotes(rest);
     // Upstream's order: higher group priority first, then by name; versions by
     // version priority, then by version name as Kubernetes sorts them.
@@ -162,7 +165,7 @@ pub fn discovery_groups(rest: &Rest) -> Vec<(String, Vec<(String, Option<Value>)
             .then_with(|| berth_api::crd::compare_versions(&a.version, &b.version))
     });
     let docs = DISCOVERY.read().unwrap_or_else(|p| p.into_inner());
-    let mut out: Vec<(String, Vec<(String, Option<Value>)>)> = Vec::new();
+    let mut out: Vec<RemoteGroup> = Vec::new();
     for r in remotes {
         // A group this server serves itself keeps its own discovery.
         if berth_api::registry::groups()
@@ -200,31 +203,6 @@ pub fn authentication_config_map(client_ca: &str, request_header_ca: &str) -> Va
             "requestheader-uid-headers": json!(["X-Remote-Uid"]).to_string(),
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_apiservices_are_read_from_their_spec() {
-        let obj = json!({
-            "metadata": {"name": "v1beta1.metrics.k8s.io"},
-            "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
-                     "service": {"namespace": "kube-system", "name": "metrics-server"},
-                     "groupPriorityMinimum": 100, "versionPriority": 100},
-            "status": {"conditions": [{"type": "Available", "status": "True"}]}
-        });
-        let r = remote_of(&obj).unwrap();
-        assert_eq!(
-            (r.group.as_str(), r.version.as_str(), r.port),
-            ("metrics.k8s.io", "v1beta1", 443)
-        );
-        assert!(r.insecure && r.available);
-        let local =
-            json!({"metadata": {"name": "v1.apps"}, "spec": {"group": "apps", "version": "v1"}});
-        assert!(remote_of(&local).is_none());
-    }
 }
 
 /// Upstream's `ValidateAPIService` (the rules that apply to v1 objects).
@@ -322,4 +300,29 @@ pub fn validate(obj: &Value) -> Vec<berth_api::validation::FieldError> {
         ));
     }
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_apiservices_are_read_from_their_spec() {
+        let obj = json!({
+            "metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+                     "service": {"namespace": "kube-system", "name": "metrics-server"},
+                     "groupPriorityMinimum": 100, "versionPriority": 100},
+            "status": {"conditions": [{"type": "Available", "status": "True"}]}
+        });
+        let r = remote_of(&obj).unwrap();
+        assert_eq!(
+            (r.group.as_str(), r.version.as_str(), r.port),
+            ("metrics.k8s.io", "v1beta1", 443)
+        );
+        assert!(r.insecure && r.available);
+        let local =
+            json!({"metadata": {"name": "v1.apps"}, "spec": {"group": "apps", "version": "v1"}});
+        assert!(remote_of(&local).is_none());
+    }
 }

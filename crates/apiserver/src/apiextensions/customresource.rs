@@ -172,7 +172,7 @@ pub fn scale_of(cr: &CustomResource, obj: &Value, meta: Value) -> Value {
     if let Some(sel) = s
         .label_selector_path
         .as_deref()
-        .and_then(|p| at(p))
+        .and_then(&at)
         .filter(Value::is_string)
     {
         status["selector"] = sel;

@@ -104,8 +104,10 @@ fn all_crds(rest: &Rest) -> Vec<Value> {
 /// The served resources built for each CRD, by name, with what they were built
 /// from: a CRD whose spec and names did not change keeps its resources (their
 /// strings and facts live for the process, so they are built once per change).
-static BUILT: Mutex<Option<HashMap<String, (String, Vec<&'static ResourceType>)>>> =
-    Mutex::new(None);
+static BUILT: Mutex<Option<HashMap<String, Built>>> = Mutex::new(None);
+
+/// A CRD's fingerprint and the resources built from it.
+type Built = (String, Vec<&'static ResourceType>);
 
 fn fingerprint(crd: &Value) -> String {
     json!([
@@ -216,10 +218,10 @@ async fn reconcile(rest: &Rest) -> bool {
     // Serve first, then say so: a client that sees Established finds the resource.
     install(&crds);
     for (want, had) in crds.iter().zip(&stored) {
-        if want.get("status") != had.get("status") {
-            if let Err(e) = write_status(rest, want).await {
-                tracing::debug!(crd = objects::name(want).unwrap_or(""), error = %e.message, "CRD status");
-            }
+        if want.get("status") != had.get("status")
+            && let Err(e) = write_status(rest, want).await
+        {
+            tracing::debug!(crd = objects::name(want).unwrap_or(""), error = %e.message, "CRD status");
         }
     }
     // Local APIServices follow the served custom group-versions.
