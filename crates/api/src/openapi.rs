@@ -218,6 +218,9 @@ pub fn document(group_version_path: &str) -> Option<Value> {
     for r in &resources {
         resource_paths(&gv, r, &mut paths);
     }
+    if resources.iter().all(|r| r.custom.is_some()) {
+        custom_media_types(&mut paths);
+    }
     let mut doc = json!({
         "openapi": "3.0.0",
         "info": { "title": "Kubernetes", "version": KUBERNETES_VERSION },
@@ -371,6 +374,27 @@ fn schemas_for(
     }
     reshape(&mut defs);
     defs
+}
+
+/// Custom resources are served as JSON and YAML only and take no strategic merge
+/// patch: their documents say so (kubectl's apply picks its patch type from here).
+fn custom_media_types(paths: &mut Map<String, Value>) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Object(content)) = m.get_mut("content") {
+                    content.retain(|t, _| {
+                        t != "application/strategic-merge-patch+json"
+                            && !t.starts_with("application/vnd.kubernetes.protobuf")
+                    });
+                }
+                m.values_mut().for_each(walk);
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    paths.values_mut().for_each(walk);
 }
 
 /// A custom resource's schema as upstream's apiextensions-apiserver publishes it:

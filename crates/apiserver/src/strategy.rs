@@ -175,6 +175,7 @@ pub fn validate(
             None => berth_apiextensions::validate_crd(obj),
             Some(old) => berth_apiextensions::validate_crd_update(obj, old),
         };
+        errs.extend(crate::apiextensions::validate_cel_rules(obj));
         // Conversion webhooks are not called yet: refuse them rather than
         // serve every version with `None`'s rules.
         if obj

@@ -359,6 +359,68 @@ fn bad_crds_get_upstream_errors() {
         "{}",
         stderr(&out)
     );
+    // CEL: a rule that does not compile is refused at CRD creation; a CRD's
+    // rules then judge its objects with their messages.
+    let ruled = CRONTAB_CRD
+        .replace("crontabs.stable.example.com", "limits.stable.example.com")
+        .replace("plural: crontabs", "plural: limits")
+        .replace("singular: crontab", "singular: limit")
+        .replace("kind: CronTab", "kind: Limit")
+        .replace("shortNames: [ct]", "shortNames: [lim]")
+        .replace(
+            "            description: What the CronTab runs and when.\n",
+            "            description: What the CronTab runs and when.\n            x-kubernetes-validations:\n            - rule: \"!has(self.image) || self.image.startsWith('registry.example/')\"\n              message: images come from registry.example\n            - rule: \"self.replicas >= oldSelf.replicas\"\n              message: replicas may only grow\n",
+        );
+    assert!(ruled.contains("x-kubernetes-validations"));
+    let broken = ruled.replace("self.replicas >= oldSelf.replicas", "self.replicas >=");
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&broken));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: ")
+            && stderr(&out).contains("compilation failed: ERROR: <input>:1:"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&ruled));
+    assert!(out.status.success(), "{}", stderr(&out));
+    s.k(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=20s",
+        "crd/limits.stable.example.com",
+    ]);
+    let limit = |spec: &str| {
+        format!(
+            "apiVersion: stable.example.com/v1\nkind: Limit\nmetadata:\n  name: l1\nspec:\n{spec}\n"
+        )
+    };
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&limit("  image: docker.io/x\n  replicas: 2")),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("The Limit \"l1\" is invalid: spec: Invalid value: \"object\": images come from registry.example"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&limit("  image: registry.example/x\n  replicas: 3")),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A transition rule compares with the stored object.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        Some(&limit("  image: registry.example/x\n  replicas: 2")),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("spec: Invalid value: \"object\": replicas may only grow"),
+        "{}",
+        stderr(&out)
+    );
     // A conflicting kind in the same group is not accepted, and never served.
     s.kubectl_stdin(&["apply", "-f", "-"], Some(CRONTAB_CRD));
     let twin = CRONTAB_CRD

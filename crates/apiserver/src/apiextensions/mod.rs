@@ -70,6 +70,35 @@ pub fn prepare_for_update(new: &mut Value, old: &Value) {
     new["status"]["storedVersions"] = Value::Array(stored);
 }
 
+/// The CEL rules of every version's schema compile and fit the cost limits,
+/// reported where upstream's v1 conversion puts them: under
+/// `spec.validation.openAPIV3Schema` when all versions share one schema.
+pub fn validate_cel_rules(crd: &Value) -> Vec<berth_api::validation::FieldError> {
+    let versions: Vec<&Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().collect())
+        .unwrap_or_default();
+    let schemas: Vec<Option<&Value>> = versions
+        .iter()
+        .map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect();
+    let shared = schemas.windows(2).all(|w| w[0] == w[1]);
+    match (shared, schemas.first()) {
+        (true, Some(Some(schema))) => {
+            berth_cel::validate_rules(schema, "spec.validation.openAPIV3Schema")
+        }
+        _ => schemas
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.map(|s| (i, s)))
+            .flat_map(|(i, s)| {
+                berth_cel::validate_rules(s, &format!("spec.versions[{i}].schema.openAPIV3Schema"))
+            })
+            .collect(),
+    }
+}
+
 /// Upstream's CRD delete: the first delete adds the cleanup finalizer and the
 /// `Terminating` condition; the controller removes the objects, then the finalizer.
 pub fn mark_for_deletion(finalizers: &mut Vec<String>, pending: &mut Value, first: bool) {
