@@ -125,7 +125,11 @@ fn go_label_selector_string(sel: &Value) -> String {
     let mut labels: Vec<(&String, &str)> = sel
         .get("matchLabels")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k, v.as_str().unwrap_or(""))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k, v.as_str().unwrap_or("")))
+                .collect()
+        })
         .unwrap_or_default();
     labels.sort();
     let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();

@@ -42,11 +42,7 @@ pub trait Namespaces {
 /// error waits), then the excluded rules, then the rules; a selector error is
 /// only reported for a request the rules select, so a broken selector cannot
 /// refuse requests the policy never meant to see.
-pub fn matches(
-    mr: &Value,
-    req: &Request<'_>,
-    namespaces: &dyn Namespaces,
-) -> Result<bool, String> {
+pub fn matches(mr: &Value, req: &Request<'_>, namespaces: &dyn Namespaces) -> Result<bool, String> {
     let ns_match = match_namespace_selector(mr.get("namespaceSelector"), req, namespaces);
     if matches!(ns_match, Ok(false)) {
         return Ok(false);

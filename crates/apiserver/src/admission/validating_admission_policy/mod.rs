@@ -175,7 +175,10 @@ impl Binding {
         let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
         Binding {
             name: objects::name(obj).unwrap_or("").to_string(),
-            match_resources: spec.get("matchResources").filter(|v| v.is_object()).cloned(),
+            match_resources: spec
+                .get("matchResources")
+                .filter(|v| v.is_object())
+                .cloned(),
             param_ref: spec.get("paramRef").filter(|v| v.is_object()).cloned(),
             actions: objects::strings(spec.get("validationActions")),
         }
@@ -225,7 +228,10 @@ impl Snapshot {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            by_policy.entry(policy).or_default().push(Binding::from_object(&obj));
+            by_policy
+                .entry(policy)
+                .or_default()
+                .push(Binding::from_object(&obj));
         }
         // A binding whose policy does not exist (yet) does nothing.
         let hooks = by_policy
@@ -374,7 +380,10 @@ impl Server for ServerState<'_> {
                 .into_iter()
                 .collect(),
             None => {
-                let (items, _) = self.rest.cache.snapshot(&objects::list_prefix(rt, namespace));
+                let (items, _) = self
+                    .rest
+                    .cache
+                    .snapshot(&objects::list_prefix(rt, namespace));
                 items
                     .iter()
                     .filter_map(|(_, s)| objects::decode_at(&s.bytes, s.mod_revision).ok())
@@ -420,7 +429,9 @@ impl<'a> RequestContext<'a> {
         };
         let request = admission_request(a, operation, namespace);
         let to_value = |o: Option<&Value>| {
-            o.map_or(EvalValue::Null, |o| berth_cel::to_eval_value(o, None, false))
+            o.map_or(EvalValue::Null, |o| {
+                berth_cel::to_eval_value(o, None, false)
+            })
         };
         RequestContext {
             operation,
@@ -578,18 +589,21 @@ fn dispatch(hooks: &[Hook], req: &RequestContext<'_>, server: &dyn Server) -> Op
                 reason: None,
             })
         };
-        match matching::matches(&p.match_constraints, &m, server) {
-            Ok(false) => continue,
-            Ok(true) => {}
-            Err(e) => {
-                config_error(None, e).map(&mut deny);
-                continue;
-            }
+        // Upstream's dispatcher drops the policy-level match error (its
+        // `err` is overwritten before use): a policy whose selectors cannot
+        // be evaluated simply does not apply.
+        if !matches!(
+            matching::matches(&p.match_constraints, &m, server),
+            Ok(true)
+        ) {
+            continue;
         }
         let param_rt = match param_resource(p) {
             Ok(rt) => rt,
             Err(e) => {
-                config_error(None, e).map(&mut deny);
+                if let Some(d) = config_error(None, e) {
+                    deny(d);
+                }
                 continue;
             }
         };
@@ -600,7 +614,9 @@ fn dispatch(hooks: &[Hook], req: &RequestContext<'_>, server: &dyn Server) -> Op
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {
-                        config_error(Some(b), e).map(&mut deny);
+                        if let Some(d) = config_error(Some(b), e) {
+                            deny(d);
+                        }
                         continue;
                     }
                 }
@@ -608,7 +624,9 @@ fn dispatch(hooks: &[Hook], req: &RequestContext<'_>, server: &dyn Server) -> Op
             let params = match collect_params(param_rt, b, req.namespace, server) {
                 Ok(ps) => ps,
                 Err(e) => {
-                    config_error(Some(b), e).map(&mut deny);
+                    if let Some(d) = config_error(Some(b), e) {
+                        deny(d);
+                    }
                     continue;
                 }
             };
@@ -664,7 +682,9 @@ fn param_resource(p: &CompiledPolicy) -> Result<Option<&'static ResourceType>, S
     registry::lookup_kind(group, version, kind)
         .map(Some)
         .ok_or_else(|| {
-            format!("failed to find resource referenced by paramKind: '{group}/{version}, Kind={kind}'")
+            format!(
+                "failed to find resource referenced by paramKind: '{group}/{version}, Kind={kind}'"
+            )
         })
 }
 
@@ -713,13 +733,16 @@ fn collect_params(
     if params.is_empty() {
         return match s("parameterNotFoundAction") {
             "Allow" => Ok(Vec::new()),
-            _ => Err("no params found for policy binding with `Deny` parameterNotFoundAction".into()),
+            _ => {
+                Err("no params found for policy binding with `Deny` parameterNotFoundAction".into())
+            }
         };
     }
     // Params carry their type meta, as upstream's wrappedParam ensures.
     for p in &mut params {
         if let Some(o) = p.as_object_mut() {
-            o.entry("apiVersion").or_insert_with(|| json!(rt.api_version()));
+            o.entry("apiVersion")
+                .or_insert_with(|| json!(rt.api_version()));
             o.entry("kind").or_insert_with(|| json!(rt.kind));
         }
     }
@@ -794,9 +817,9 @@ fn evaluate(p: &CompiledPolicy, input: &Input<'_>) -> Vec<Decision> {
     if p.param_kind.is_some() {
         vars.insert(
             "params",
-            input
-                .params
-                .map_or(EvalValue::Null, |v| berth_cel::to_eval_value(v, None, false)),
+            input.params.map_or(EvalValue::Null, |v| {
+                berth_cel::to_eval_value(v, None, false)
+            }),
         );
     }
     let mut budget = berth_cel::RUNTIME_CEL_COST_BUDGET;
@@ -805,8 +828,7 @@ fn evaluate(p: &CompiledPolicy, input: &Input<'_>) -> Vec<Decision> {
         budget = budget.saturating_sub(i64::try_from(cost).unwrap_or(i64::MAX));
         (budget >= 0).then_some(result)
     };
-    const OUT_OF_BUDGET: &str =
-        "validation failed due to running out of cost budget, no further validation rules will be run";
+    const OUT_OF_BUDGET: &str = "validation failed due to running out of cost budget, no further validation rules will be run";
 
     // Variables in order, each seeing the ones before it. Upstream evaluates
     // them lazily; evaluating them up front costs the same where used, and a
@@ -819,7 +841,10 @@ fn evaluate(p: &CompiledPolicy, input: &Input<'_>) -> Vec<Decision> {
             vars.insert("variables", EvalValue::map(values.clone()));
             match &expr.program {
                 Err(e) => {
-                    failed.insert(name, format!("composited variable \"{name}\" fails to compile: {e}"));
+                    failed.insert(
+                        name,
+                        format!("composited variable \"{name}\" fails to compile: {e}"),
+                    );
                 }
                 Ok(program) => match run(program, &vars) {
                     None => return vec![error(OUT_OF_BUDGET.into())],
@@ -827,7 +852,10 @@ fn evaluate(p: &CompiledPolicy, input: &Input<'_>) -> Vec<Decision> {
                         values.insert(berth_cel::Key::String(name.as_str().into()), v);
                     }
                     Some(Err(e)) => {
-                        failed.insert(name, format!("composited variable \"{name}\" fails to evaluate: {e}"));
+                        failed.insert(
+                            name,
+                            format!("composited variable \"{name}\" fails to evaluate: {e}"),
+                        );
                     }
                 },
             }
@@ -836,7 +864,10 @@ fn evaluate(p: &CompiledPolicy, input: &Input<'_>) -> Vec<Decision> {
     }
     let explain = |expr: &Expr, e: EvalError| -> String {
         let detail = match &e {
-            EvalError::NoSuchKey(k) => failed.get(k.as_str()).cloned().unwrap_or_else(|| e.to_string()),
+            EvalError::NoSuchKey(k) => failed
+                .get(k.as_str())
+                .cloned()
+                .unwrap_or_else(|| e.to_string()),
             _ => e.to_string(),
         };
         format!("expression '{}' resulted in error: {detail}", expr.source)

@@ -146,7 +146,10 @@ fn rules_select_operation_group_version_resource_scope_and_names() {
         (full(json!({"operations": ["*"]})), true),
         (full(json!({"operations": ["UPDATE"]})), false),
         (full(json!({"apiGroups": [""]})), false),
-        (full(json!({"apiGroups": ["*"], "apiVersions": ["*"]})), true),
+        (
+            full(json!({"apiGroups": ["*"], "apiVersions": ["*"]})),
+            true,
+        ),
         (full(json!({"resources": ["*"]})), true),
         (full(json!({"resources": ["deployments/status"]})), false),
         (full(json!({"resources": ["*/*"]})), true),
@@ -224,23 +227,41 @@ fn selectors_match_namespace_and_object_labels() {
     );
     let mut other_rules = test_ns.clone();
     other_rules["resourceRules"][0]["resources"] = json!(["pods"]);
-    assert_eq!(matching::matches(&other_rules, &req("ghost"), &s), Ok(false));
+    assert_eq!(
+        matching::matches(&other_rules, &req("ghost"), &s),
+        Ok(false)
+    );
 
     let by_label = |op: &str| {
-        with(json!({"objectSelector": {"matchExpressions": [{"key": "app", "operator": op, "values": ["nginx"]}]}}))
+        with(
+            json!({"objectSelector": {"matchExpressions": [{"key": "app", "operator": op, "values": ["nginx"]}]}}),
+        )
     };
-    assert_eq!(matching::matches(&by_label("In"), &req("default"), &s), Ok(true));
-    assert_eq!(matching::matches(&by_label("NotIn"), &req("default"), &s), Ok(false));
+    assert_eq!(
+        matching::matches(&by_label("In"), &req("default"), &s),
+        Ok(true)
+    );
+    assert_eq!(
+        matching::matches(&by_label("NotIn"), &req("default"), &s),
+        Ok(false)
+    );
 }
 
 #[test]
 fn denies_with_upstreams_message_and_reason() {
     let s = server();
-    let p = policy(json!({"failurePolicy": "Fail", "matchConstraints": deployments_rule(),
-        "validations": [{"expression": "object.spec.replicas <= 5"}]}));
-    let b = binding("demo-binding-test.example.com",
-        json!({"policyName": "demo-policy.example.com", "validationActions": ["Deny"]}));
-    assert_eq!(run_create(hook(p.clone(), vec![b.clone()]), &deployment(3), &s), None);
+    let p = policy(
+        json!({"failurePolicy": "Fail", "matchConstraints": deployments_rule(),
+        "validations": [{"expression": "object.spec.replicas <= 5"}]}),
+    );
+    let b = binding(
+        "demo-binding-test.example.com",
+        json!({"policyName": "demo-policy.example.com", "validationActions": ["Deny"]}),
+    );
+    assert_eq!(
+        run_create(hook(p.clone(), vec![b.clone()]), &deployment(3), &s),
+        None
+    );
     let d = run_create(hook(p, vec![b]), &deployment(6), &s).expect("denied");
     assert_eq!(
         d.text(),
@@ -256,8 +277,10 @@ fn denies_with_upstreams_message_and_reason() {
     );
     assert_eq!(
         e.details,
-        Some(json!({"name": "nginx", "group": "apps", "kind": "deployments",
-                    "causes": [{"message": d.text()}]}))
+        Some(
+            json!({"name": "nginx", "group": "apps", "kind": "deployments",
+                    "causes": [{"message": d.text()}]})
+        )
     );
     let forbidden = Denial {
         reason: Some("Forbidden".into()),
@@ -279,7 +302,10 @@ fn message_falls_back_from_expression_to_message_to_the_expression() {
         assert_eq!(failure_message(*evaluated, message, " x "), *want);
     }
     let long = "m".repeat(MAX_MESSAGE_BYTES + 1);
-    assert_eq!(failure_message(Some(&long), "", "x"), "failed expression: x");
+    assert_eq!(
+        failure_message(Some(&long), "", "x"),
+        "failed expression: x"
+    );
 }
 
 #[test]
@@ -298,16 +324,25 @@ fn message_expression_variables_and_params() {
             "reason": "Forbidden",
         }],
     }));
-    let by_name = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"],
-        "paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}));
+    let by_name = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"],
+        "paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}}),
+    );
     let d = run_create(hook(p.clone(), vec![by_name.clone()]), &deployment(4), &s).expect("denied");
     assert_eq!(d.message, "replicas must be no greater than 3");
     assert_eq!(d.reason.as_deref(), Some("Forbidden"));
-    assert_eq!(run_create(hook(p.clone(), vec![by_name.clone()]), &deployment(3), &s), None);
+    assert_eq!(
+        run_create(hook(p.clone(), vec![by_name.clone()]), &deployment(3), &s),
+        None
+    );
 
     // Every selected param is evaluated; none selected is refused.
-    let by_selector = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"],
-        "paramRef": {"selector": {"matchLabels": {"tier": "gold"}}, "parameterNotFoundAction": "Deny"}}));
+    let by_selector = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"],
+        "paramRef": {"selector": {"matchLabels": {"tier": "gold"}}, "parameterNotFoundAction": "Deny"}}),
+    );
     assert!(run_create(hook(p.clone(), vec![by_selector]), &deployment(4), &s).is_some());
     s.params.clear();
     let d = run_create(hook(p.clone(), vec![by_name]), &deployment(1), &s).expect("denied");
@@ -315,9 +350,15 @@ fn message_expression_variables_and_params() {
         d.text(),
         "ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'b' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
     );
-    let allow = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"],
-        "paramRef": {"name": "limits", "parameterNotFoundAction": "Allow"}}));
-    assert_eq!(run_create(hook(p.clone(), vec![allow]), &deployment(9), &s), None);
+    let allow = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"],
+        "paramRef": {"name": "limits", "parameterNotFoundAction": "Allow"}}),
+    );
+    assert_eq!(
+        run_create(hook(p.clone(), vec![allow]), &deployment(9), &s),
+        None
+    );
 
     // A failed variable fails only the expressions that read it.
     let p = policy(json!({
@@ -325,7 +366,10 @@ fn message_expression_variables_and_params() {
         "variables": [{"name": "broken", "expression": "object.spec.nope"}],
         "validations": [{"expression": "variables.broken == 1"}],
     }));
-    let b = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"]}));
+    let b = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"]}),
+    );
     let d = run_create(hook(p, vec![b]), &deployment(1), &s).expect("denied");
     assert_eq!(
         d.message,
@@ -345,19 +389,41 @@ fn match_conditions_failure_policy_and_actions() {
         spec
     };
     let deny = |p: &Arc<CompiledPolicy>, actions: Value| {
-        binding("b", json!({"policyName": p.name, "validationActions": actions}))
+        binding(
+            "b",
+            json!({"policyName": p.name, "validationActions": actions}),
+        )
     };
     // A false match condition skips the policy.
     let p = policy(spec(json!({"matchConditions": [
         {"name": "not-nginx", "expression": "object.metadata.name != 'nginx'"}]})));
-    assert_eq!(run_create(hook(p.clone(), vec![deny(&p, json!(["Deny"]))]), &deployment(9), &s), None);
+    assert_eq!(
+        run_create(
+            hook(p.clone(), vec![deny(&p, json!(["Deny"]))]),
+            &deployment(9),
+            &s
+        ),
+        None
+    );
     // Warn and Audit never refuse.
     let p = policy(spec(json!({})));
-    assert_eq!(run_create(hook(p.clone(), vec![deny(&p, json!(["Warn", "Audit"]))]), &deployment(9), &s), None);
+    assert_eq!(
+        run_create(
+            hook(p.clone(), vec![deny(&p, json!(["Warn", "Audit"]))]),
+            &deployment(9),
+            &s
+        ),
+        None
+    );
     // Errors fail closed by default, open with Ignore.
     let erring = json!({"validations": [{"expression": "object.spec.missing > 1"}]});
     let p = policy(spec(erring.clone()));
-    let d = run_create(hook(p.clone(), vec![deny(&p, json!(["Deny"]))]), &deployment(1), &s).expect("denied");
+    let d = run_create(
+        hook(p.clone(), vec![deny(&p, json!(["Deny"]))]),
+        &deployment(1),
+        &s,
+    )
+    .expect("denied");
     assert_eq!(
         d.message,
         "expression 'object.spec.missing > 1' resulted in error: no such key: missing"
@@ -365,24 +431,39 @@ fn match_conditions_failure_policy_and_actions() {
     let mut ignoring = erring;
     ignoring["failurePolicy"] = json!("Ignore");
     let p = policy(spec(ignoring));
-    assert_eq!(run_create(hook(p.clone(), vec![deny(&p, json!(["Deny"]))]), &deployment(1), &s), None);
+    assert_eq!(
+        run_create(
+            hook(p.clone(), vec![deny(&p, json!(["Deny"]))]),
+            &deployment(1),
+            &s
+        ),
+        None
+    );
     // A binding scoped to test namespaces leaves prod alone.
     let p = policy(spec(json!({})));
-    let scoped = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"],
-        "matchResources": {"namespaceSelector": {"matchLabels": {"environment": "prod-only"}}}}));
+    let scoped = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"environment": "prod-only"}}}}),
+    );
     assert_eq!(run_create(hook(p, vec![scoped]), &deployment(9), &s), None);
 }
 
 #[test]
 fn request_and_namespace_object_are_upstreams_shapes() {
     let s = server();
-    let p = policy(json!({"matchConstraints": deployments_rule(), "validations": [
-        {"expression": "request.operation == 'CREATE' && request.namespace == 'default' && request.name == 'nginx'"},
-        {"expression": "request.kind.kind == 'Deployment' && request.resource.resource == 'deployments' && request.resource.group == 'apps'"},
-        {"expression": "namespaceObject.metadata.labels.environment == 'test' && !has(namespaceObject.metadata.managedFields)"},
-        {"expression": "oldObject == null && request.dryRun == false"},
-    ]}));
-    let b = binding("b", json!({"policyName": p.name, "validationActions": ["Deny"]}));
+    let p = policy(
+        json!({"matchConstraints": deployments_rule(), "validations": [
+            {"expression": "request.operation == 'CREATE' && request.namespace == 'default' && request.name == 'nginx'"},
+            {"expression": "request.kind.kind == 'Deployment' && request.resource.resource == 'deployments' && request.resource.group == 'apps'"},
+            {"expression": "namespaceObject.metadata.labels.environment == 'test' && !has(namespaceObject.metadata.managedFields)"},
+            {"expression": "oldObject == null && request.dryRun == false"},
+        ]}),
+    );
+    let b = binding(
+        "b",
+        json!({"policyName": p.name, "validationActions": ["Deny"]}),
+    );
     assert_eq!(run_create(hook(p, vec![b]), &deployment(1), &s), None);
 }
 
@@ -390,7 +471,9 @@ fn request_and_namespace_object_are_upstreams_shapes() {
 fn policy_validation_messages() {
     let pol = |spec: Value| json!({"metadata": {"name": "p.example.com"}, "spec": spec});
     let render = |errs: Vec<berth_api::validation::FieldError>| -> Vec<String> {
-        errs.iter().map(|e| format!("{}: {}", e.field, e.error_body())).collect()
+        errs.iter()
+            .map(|e| format!("{}: {}", e.field, e.error_body()))
+            .collect()
     };
     let ok = pol(json!({"matchConstraints": deployments_rule(),
         "validations": [{"expression": "object.spec.replicas <= 5"}]}));
@@ -400,19 +483,31 @@ fn policy_validation_messages() {
         "validations": [{"expression": "object.spec.replicas <= ", "reason": "Teapot"},
                         {"expression": "'x'"}]}));
     let got = render(validate_policy(&bad));
-    assert_eq!(got[0], "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"");
+    assert_eq!(
+        got[0],
+        "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\""
+    );
     assert_eq!(got[1], "spec.matchConstraints: Required value");
     assert!(
         got[2].starts_with("spec.validations[0].expression: Invalid value: \"object.spec.replicas <= \": compilation failed: ERROR: <input>:1:"),
         "{got:?}"
     );
-    assert_eq!(got[3], "spec.validations[0].reason: Unsupported value: \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\"");
-    assert_eq!(got[4], "spec.validations[1].expression: Invalid value: \"'x'\": must evaluate to bool");
+    assert_eq!(
+        got[3],
+        "spec.validations[0].reason: Unsupported value: \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\""
+    );
+    assert_eq!(
+        got[4],
+        "spec.validations[1].expression: Invalid value: \"'x'\": must evaluate to bool"
+    );
     // params are only declared with a paramKind.
     let no_params = pol(json!({"matchConstraints": deployments_rule(),
         "validations": [{"expression": "params.x == 1"}]}));
     let got = render(validate_policy(&no_params));
-    assert!(got[0].contains("undeclared reference to 'params'"), "{got:?}");
+    assert!(
+        got[0].contains("undeclared reference to 'params'"),
+        "{got:?}"
+    );
 
     let empty = pol(json!({"matchConstraints": {"resourceRules": []}}));
     assert_eq!(
@@ -426,21 +521,30 @@ fn policy_validation_messages() {
     // An update keeps expressions stored before a rule existed.
     let stored = pol(json!({"matchConstraints": deployments_rule(),
         "validations": [{"expression": "'legacy'"}]}));
-    assert_eq!(render(validate_policy_update(&stored, &stored)), Vec::<String>::new());
+    assert_eq!(
+        render(validate_policy_update(&stored, &stored)),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
 fn binding_validation_messages() {
     let b = |spec: Value| json!({"metadata": {"name": "b"}, "spec": spec});
     let render = |errs: Vec<berth_api::validation::FieldError>| -> Vec<String> {
-        errs.iter().map(|e| format!("{}: {}", e.field, e.error_body())).collect()
+        errs.iter()
+            .map(|e| format!("{}: {}", e.field, e.error_body()))
+            .collect()
     };
     assert_eq!(
-        render(validate_binding(&b(json!({"policyName": "p", "validationActions": ["Deny"]})))),
+        render(validate_binding(&b(
+            json!({"policyName": "p", "validationActions": ["Deny"]})
+        ))),
         Vec::<String>::new()
     );
     assert_eq!(
-        render(validate_binding(&b(json!({"validationActions": ["Deny", "Warn", "Deny", "Log"]})))),
+        render(validate_binding(&b(
+            json!({"validationActions": ["Deny", "Warn", "Deny", "Log"]})
+        ))),
         [
             "spec.policyName: Required value",
             "spec.validationActions[2]: Duplicate value: \"Deny\"",
@@ -449,7 +553,9 @@ fn binding_validation_messages() {
         ]
     );
     assert_eq!(
-        render(validate_binding(&b(json!({"policyName": "p", "paramRef": {"name": "a/b", "selector": {}}})))),
+        render(validate_binding(&b(
+            json!({"policyName": "p", "paramRef": {"name": "a/b", "selector": {}}})
+        ))),
         [
             "spec.paramRef.name: Invalid value: \"a/b\": may not contain '/'",
             "spec.paramRef.name: Forbidden: name and selector are mutually exclusive",
@@ -459,9 +565,11 @@ fn binding_validation_messages() {
         ]
     );
     assert_eq!(
-        render(validate_binding(&b(json!({"policyName": "p", "validationActions": ["Audit"],
+        render(validate_binding(&b(
+            json!({"policyName": "p", "validationActions": ["Audit"],
             "paramRef": {"parameterNotFoundAction": "Maybe"},
-            "matchResources": {"matchPolicy": "Fuzzy"}})))),
+            "matchResources": {"matchPolicy": "Fuzzy"}})
+        ))),
         [
             "spec.paramRef: Required value: one of name or selector must be specified",
             "spec.paramRef.parameterNotFoundAction: Unsupported value: \"Maybe\": supported values: \"Deny\", \"Allow\"",
@@ -486,7 +594,10 @@ fn hostile_policies_never_panic() {
         let _ = validate_policy_update(w, w);
         let _ = validate_binding(w);
         let p = Arc::new(CompiledPolicy::compile(w));
-        let b = binding("b", json!({"policyName": "", "validationActions": ["Deny", "Warn"]}));
+        let b = binding(
+            "b",
+            json!({"policyName": "", "validationActions": ["Deny", "Warn"]}),
+        );
         let _ = run_create(hook(p, vec![b]), &deployment(1), &s);
     }
 }

@@ -13,8 +13,7 @@
 use std::collections::HashSet;
 
 use berth_api::validation::{
-    FieldError, is_dns1035_label, is_dns1123_subdomain, is_qualified_name,
-    validate_label_selector,
+    FieldError, is_dns1035_label, is_dns1123_subdomain, is_qualified_name, validate_label_selector,
 };
 use serde_json::{Value, json};
 
@@ -26,7 +25,12 @@ const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
 /// `sets.List()` order, as upstream's messages list them.
-const REASONS: &[&str] = &["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"];
+const REASONS: &[&str] = &[
+    "Forbidden",
+    "Invalid",
+    "RequestEntityTooLarge",
+    "Unauthorized",
+];
 const VALIDATION_ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 const PARAMETER_NOT_FOUND_ACTIONS: &[&str] = &["Deny", "Allow"];
 const MAX_MATCH_CONDITIONS: usize = 64;
@@ -57,7 +61,12 @@ pub fn validate_policy_update(obj: &Value, old: &Value) -> Vec<FieldError> {
         ..Default::default()
     };
     let old_spec = spec(old);
-    for list in ["validations", "matchConditions", "variables", "auditAnnotations"] {
+    for list in [
+        "validations",
+        "matchConditions",
+        "variables",
+        "auditAnnotations",
+    ] {
         for item in arr(old_spec.get(list)) {
             for field in ["expression", "messageExpression", "valueExpression"] {
                 if let Some(e) = item.get(field).and_then(Value::as_str) {
@@ -75,10 +84,19 @@ pub fn validate_policy_status(obj: &Value) -> Vec<FieldError> {
     let warnings = obj.pointer("/status/typeChecking/expressionWarnings");
     for (i, w) in arr(warnings).iter().enumerate() {
         let p = format!("status.typeChecking.expressionWarnings[{i}]");
-        if w.get("warning").and_then(Value::as_str).unwrap_or("").is_empty() {
+        if w.get("warning")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
             errs.push(FieldError::required(format!("{p}.warning"), ""));
         }
-        if w.get("fieldRef").and_then(Value::as_str).unwrap_or("").trim().is_empty() {
+        if w.get("fieldRef")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .is_empty()
+        {
             errs.push(FieldError::required(format!("{p}.fieldRef"), ""));
         }
     }
@@ -88,11 +106,18 @@ pub fn validate_policy_status(obj: &Value) -> Vec<FieldError> {
 fn validate_policy_spec(obj: &Value, pre: &Preexisting) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if let Some(fp) = spec.get("failurePolicy").and_then(Value::as_str)
         && !FAILURE_POLICIES.contains(&fp)
     {
-        errs.push(FieldError::not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
+        errs.push(FieldError::not_supported(
+            "spec.failurePolicy",
+            fp,
+            FAILURE_POLICIES,
+        ));
     }
     let has_params = matches!(spec.get("paramKind"), Some(Value::Object(_)));
     if let Some(pk) = spec.get("paramKind").filter(|v| v.is_object()) {
@@ -125,7 +150,12 @@ fn validate_policy_spec(obj: &Value, pre: &Preexisting) -> Vec<FieldError> {
         ));
     }
     for (i, v) in arr(spec.get("variables")).iter().enumerate() {
-        errs.extend(validate_variable(v, &env, pre, &format!("spec.variables[{i}]")));
+        errs.extend(validate_variable(
+            v,
+            &env,
+            pre,
+            &format!("spec.variables[{i}]"),
+        ));
     }
     let validations = arr(spec.get("validations"));
     let audit_annotations = arr(spec.get("auditAnnotations"));
@@ -136,7 +166,12 @@ fn validate_policy_spec(obj: &Value, pre: &Preexisting) -> Vec<FieldError> {
         return errs;
     }
     for (i, v) in validations.iter().enumerate() {
-        errs.extend(validate_validation(v, &env, pre, &format!("spec.validations[{i}]")));
+        errs.extend(validate_validation(
+            v,
+            &env,
+            pre,
+            &format!("spec.validations[{i}]"),
+        ));
     }
     if audit_annotations.len() > MAX_AUDIT_ANNOTATIONS {
         errs.push(FieldError::invalid(
@@ -198,7 +233,10 @@ fn validate_param_kind(pk: &Value, path: &str) -> Vec<FieldError> {
             errs.push(FieldError::invalid(
                 &kind_path,
                 kind,
-                format!("may have mixed case, but should otherwise match: {}", msgs.join(",")),
+                format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    msgs.join(",")
+                ),
             ));
         }
     }
@@ -226,7 +264,11 @@ fn validate_match_resources(mr: &Value, path: &str) -> Vec<FieldError> {
     if let Some(mp) = mr.get("matchPolicy").and_then(Value::as_str)
         && !MATCH_POLICIES.contains(&mp)
     {
-        errs.push(FieldError::not_supported(format!("{path}.matchPolicy"), mp, MATCH_POLICIES));
+        errs.push(FieldError::not_supported(
+            format!("{path}.matchPolicy"),
+            mp,
+            MATCH_POLICIES,
+        ));
     }
     for sel in ["namespaceSelector", "objectSelector"] {
         if let Some(s) = mr.get(sel).filter(|v| !v.is_null()) {
@@ -261,9 +303,8 @@ fn validate_named_rule(r: &Value, path: &str) -> Vec<FieldError> {
 /// Upstream's `validateRuleWithOperations` (subresources allowed).
 fn validate_rule(r: &Value, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let strings = |field: &str| -> Vec<&str> {
-        arr(r.get(field)).iter().filter_map(Value::as_str).collect()
-    };
+    let strings =
+        |field: &str| -> Vec<&str> { arr(r.get(field)).iter().filter_map(Value::as_str).collect() };
     let ops_path = format!("{path}.operations");
     let ops = strings("operations");
     if ops.is_empty() {
@@ -278,7 +319,11 @@ fn validate_rule(r: &Value, path: &str) -> Vec<FieldError> {
     }
     for (i, op) in ops.iter().enumerate() {
         if !OPERATIONS.contains(op) {
-            errs.push(FieldError::not_supported(format!("{ops_path}[{i}]"), *op, OPERATIONS));
+            errs.push(FieldError::not_supported(
+                format!("{ops_path}[{i}]"),
+                *op,
+                OPERATIONS,
+            ));
         }
     }
     for (field, what) in [("apiGroups", "API groups"), ("apiVersions", "API versions")] {
@@ -302,11 +347,18 @@ fn validate_rule(r: &Value, path: &str) -> Vec<FieldError> {
             }
         }
     }
-    errs.extend(validate_resources(&strings("resources"), &format!("{path}.resources")));
+    errs.extend(validate_resources(
+        &strings("resources"),
+        &format!("{path}.resources"),
+    ));
     if let Some(scope) = r.get("scope").and_then(Value::as_str)
         && !SCOPES.contains(&scope)
     {
-        errs.push(FieldError::not_supported(format!("{path}.scope"), scope, SCOPES));
+        errs.push(FieldError::not_supported(
+            format!("{path}.scope"),
+            scope,
+            SCOPES,
+        ));
     }
     errs
 }
@@ -392,16 +444,31 @@ fn validate_match_conditions(
     let mut errs = Vec::new();
     let conditions = arr(v);
     if conditions.len() > MAX_MATCH_CONDITIONS {
-        errs.push(FieldError::too_many(path, conditions.len(), MAX_MATCH_CONDITIONS));
+        errs.push(FieldError::too_many(
+            path,
+            conditions.len(),
+            MAX_MATCH_CONDITIONS,
+        ));
     }
     let mut names = HashSet::new();
     for (i, c) in conditions.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let expr = c.get("expression").and_then(Value::as_str).unwrap_or("").trim();
+        let expr = c
+            .get("expression")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
         if expr.is_empty() {
             errs.push(FieldError::required(format!("{p}.expression"), ""));
         } else {
-            errs.extend(check_expression(expr, env, true, &["bool"], pre, &format!("{p}.expression")));
+            errs.extend(check_expression(
+                expr,
+                env,
+                true,
+                &["bool"],
+                pre,
+                &format!("{p}.expression"),
+            ));
         }
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
         if name.is_empty() {
@@ -422,7 +489,10 @@ fn validate_variable(v: &Value, env: &CelEnv, pre: &Preexisting, path: &str) -> 
     let mut errs = Vec::new();
     let name = v.get("name").and_then(Value::as_str).unwrap_or("");
     if name.trim().is_empty() {
-        errs.push(FieldError::required(format!("{path}.name"), "name is not specified"));
+        errs.push(FieldError::required(
+            format!("{path}.name"),
+            "name is not specified",
+        ));
     } else if !is_cel_identifier(name) {
         errs.push(FieldError::invalid(
             format!("{path}.name"),
@@ -437,7 +507,14 @@ fn validate_variable(v: &Value, env: &CelEnv, pre: &Preexisting, path: &str) -> 
             "expression is not specified",
         ));
     } else {
-        errs.extend(check_expression(expr, env, true, &[], pre, &format!("{path}.expression")));
+        errs.extend(check_expression(
+            expr,
+            env,
+            true,
+            &[],
+            pre,
+            &format!("{path}.expression"),
+        ));
     }
     errs
 }
@@ -452,9 +529,19 @@ fn validate_validation(v: &Value, env: &CelEnv, pre: &Preexisting, path: &str) -
         ));
     } else {
         // The untrimmed text, so that the compiler's columns are the user's.
-        errs.extend(check_expression(expr, env, true, &["bool"], pre, &format!("{path}.expression")));
+        errs.extend(check_expression(
+            expr,
+            env,
+            true,
+            &["bool"],
+            pre,
+            &format!("{path}.expression"),
+        ));
     }
-    let me = v.get("messageExpression").and_then(Value::as_str).unwrap_or("");
+    let me = v
+        .get("messageExpression")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !me.is_empty() && me.trim().is_empty() {
         errs.push(FieldError::invalid(
             format!("{path}.messageExpression"),
@@ -488,7 +575,11 @@ fn validate_validation(v: &Value, env: &CelEnv, pre: &Preexisting, path: &str) -
     if let Some(reason) = v.get("reason").and_then(Value::as_str)
         && !REASONS.contains(&reason)
     {
-        errs.push(FieldError::not_supported(format!("{path}.reason"), reason, REASONS));
+        errs.push(FieldError::not_supported(
+            format!("{path}.reason"),
+            reason,
+            REASONS,
+        ));
     }
     errs
 }
@@ -511,20 +602,36 @@ fn validate_audit_annotation(
     } else {
         let full = format!("{policy}/{key}");
         for msg in is_qualified_name(&full) {
-            errs.push(FieldError::invalid(format!("{path}.key"), full.as_str(), msg));
+            errs.push(FieldError::invalid(
+                format!("{path}.key"),
+                full.as_str(),
+                msg,
+            ));
         }
     }
-    let ve = a.get("valueExpression").and_then(Value::as_str).unwrap_or("");
+    let ve = a
+        .get("valueExpression")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let p = format!("{path}.valueExpression");
     if ve.trim().is_empty() {
         errs.push(FieldError::required(&p, "valueExpression is not specified"));
     } else if ve.trim().len() > MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH {
         errs.push(FieldError::required(
             &p,
-            format!("must not exceed {MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH} bytes in length"),
+            format!(
+                "must not exceed {MAX_AUDIT_ANNOTATION_VALUE_EXPRESSION_LENGTH} bytes in length"
+            ),
         ));
     } else {
-        errs.extend(check_expression(ve.trim(), env, true, &["string", "null_type"], pre, &p));
+        errs.extend(check_expression(
+            ve.trim(),
+            env,
+            true,
+            &["string", "null_type"],
+            pre,
+            &p,
+        ));
     }
     errs
 }
@@ -569,26 +676,32 @@ fn validate_param_ref(pr: &Value, path: &str) -> Vec<FieldError> {
         }
     }
     if let Some(sel) = selector {
-        errs.extend(validate_label_selector(Some(sel), &format!("{path}.selector")));
+        errs.extend(validate_label_selector(
+            Some(sel),
+            &format!("{path}.selector"),
+        ));
         if !name.is_empty() {
             errs.push(FieldError::forbidden(format!("{path}.selector"), EXCLUSIVE));
         }
     }
     if name.is_empty() && selector.is_none() {
-        errs.push(FieldError::required(path, "one of name or selector must be specified"));
+        errs.push(FieldError::required(
+            path,
+            "one of name or selector must be specified",
+        ));
     }
     match pr.get("parameterNotFoundAction").and_then(Value::as_str) {
         None | Some("") => errs.push(FieldError::required(
             format!("{path}.parameterNotFoundAction"),
             "",
         )),
-        Some(a) if !PARAMETER_NOT_FOUND_ACTIONS.contains(&a) => errs.push(
-            FieldError::not_supported(
+        Some(a) if !PARAMETER_NOT_FOUND_ACTIONS.contains(&a) => {
+            errs.push(FieldError::not_supported(
                 format!("{path}.parameterNotFoundAction"),
                 a,
                 PARAMETER_NOT_FOUND_ACTIONS,
-            ),
-        ),
+            ))
+        }
         Some(_) => {}
     }
     errs
@@ -600,7 +713,11 @@ fn validate_validation_actions(actions: &[Value], path: &str) -> Vec<FieldError>
     for (i, a) in actions.iter().enumerate() {
         let a = a.as_str().unwrap_or("");
         if !VALIDATION_ACTIONS.contains(&a) {
-            errs.push(FieldError::not_supported(format!("{path}[{i}]"), a, VALIDATION_ACTIONS));
+            errs.push(FieldError::not_supported(
+                format!("{path}[{i}]"),
+                a,
+                VALIDATION_ACTIONS,
+            ));
         }
         if !seen.insert(a) {
             errs.push(FieldError::duplicate(format!("{path}[{i}]"), a));
@@ -614,7 +731,10 @@ fn validate_validation_actions(actions: &[Value], path: &str) -> Vec<FieldError>
         ));
     }
     if seen.is_empty() {
-        errs.push(FieldError::required(path, "at least one validation action is required"));
+        errs.push(FieldError::required(
+            path,
+            "at least one validation action is required",
+        ));
     }
     errs
 }
@@ -652,15 +772,31 @@ fn check_expression(
 /// CEL's `IDENT` less its reserved words.
 fn is_cel_identifier(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-        "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-        "void", "while",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
     ];
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
+    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
 }
