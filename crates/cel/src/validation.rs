@@ -3,7 +3,7 @@
 //! (`apiextensions/validation/validation.go`).
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use berth_api::validation::{FieldError, FieldErrorType, go_quote};
 use serde_json::Value;
@@ -45,6 +45,7 @@ pub fn validate_with_budget(
 ) -> (Vec<FieldError>, i64) {
     let mut v = Validator {
         programs: HashMap::new(),
+        shared: false,
         errors: Vec::new(),
         budget,
     };
@@ -52,10 +53,35 @@ pub fn validate_with_budget(
     (v.errors, v.budget)
 }
 
+/// Programs compiled from schemas that live for the process, by the address of
+/// the rule's schema node: compiled once, reused by every later write.
+type SharedPrograms = HashMap<(usize, usize, u8), Arc<Result<Program, CompileError>>>;
+static SHARED: Mutex<Option<SharedPrograms>> = Mutex::new(None);
+
+/// [`validate`] for a schema that is never freed (a served CRD version's): its
+/// rules are compiled on first use and kept, so a write pays only evaluation.
+pub fn validate_static(
+    schema: &'static Value,
+    new: &Value,
+    old: Option<&Value>,
+    path: &str,
+) -> Vec<FieldError> {
+    let mut v = Validator {
+        programs: HashMap::new(),
+        shared: true,
+        errors: Vec::new(),
+        budget: RUNTIME_CEL_COST_BUDGET,
+    };
+    v.walk(schema, true, new, old, path, 0);
+    v.errors
+}
+
 struct Validator {
     /// Compiled rules by (schema node address, rule index, which expression):
     /// the schema outlives the walk, so addresses are stable keys.
-    programs: HashMap<(usize, usize, u8), Rc<Result<Program, CompileError>>>,
+    programs: HashMap<(usize, usize, u8), Arc<Result<Program, CompileError>>>,
+    /// Use [`SHARED`] (the schema is `'static`, so node addresses never get reused).
+    shared: bool,
     errors: Vec<FieldError>,
     budget: i64,
 }
@@ -106,19 +132,44 @@ impl Validator {
         expr: &str,
         is_root: bool,
         optional_old_self: bool,
-    ) -> Rc<Result<Program, CompileError>> {
+    ) -> Arc<Result<Program, CompileError>> {
         let key = (rule_holder as *const Value as usize, idx, which);
-        self.programs
-            .entry(key)
-            .or_insert_with(|| {
-                let env = if optional_old_self {
-                    Env::crd_optional_old_self(node, is_root)
-                } else {
-                    Env::crd(node, is_root)
-                };
-                Rc::new(compile(expr, &env))
-            })
-            .clone()
+        if let Some(p) = self.programs.get(&key) {
+            return p.clone();
+        }
+        let build = || {
+            let env = if optional_old_self {
+                Env::crd_optional_old_self(node, is_root)
+            } else {
+                Env::crd(node, is_root)
+            };
+            Arc::new(compile(expr, &env))
+        };
+        let p = if self.shared {
+            let cached = SHARED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .get(&key)
+                .cloned();
+            match cached {
+                Some(p) => p,
+                None => {
+                    // Compiled outside the lock: a rule compiles in well under a millisecond.
+                    let p = build();
+                    SHARED
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert_with(HashMap::new)
+                        .insert(key, p.clone());
+                    p
+                }
+            }
+        } else {
+            build()
+        };
+        self.programs.insert(key, p.clone());
+        p
     }
 
     fn walk(

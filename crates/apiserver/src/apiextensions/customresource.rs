@@ -68,7 +68,7 @@ pub fn apply_defaults(cr: &CustomResource, obj: &mut Value) {
 /// transition rules on update).
 pub fn validate(
     rt: &ResourceType,
-    cr: &CustomResource,
+    cr: &'static CustomResource,
     obj: &Value,
     old: Option<&Value>,
 ) -> Vec<FieldError> {
@@ -92,7 +92,8 @@ pub fn validate(
             &root_schema,
         ));
         if errs.is_empty() {
-            errs.extend(berth_cel::validate(schema, obj, old, ""));
+            // The schema lives as long as the served resource: rules compile once.
+            errs.extend(berth_cel::validate_static(schema, obj, old, ""));
         }
     }
     errs
