@@ -299,13 +299,18 @@ fn validating_admission_policies_end_to_end() {
         "replicalimit-binding-test.example.com",
     ]);
 
-    // `Warn` never refuses; the denial it would have been is only reported.
+    // `Warn` never refuses: the denial comes back as a Warning header.
     must_create(&s, WARN_POLICY);
     must_create(&s, WARN_BINDING);
     std::thread::sleep(Duration::from_secs(1));
     let out = deploy(&s, "prod", "unlabelled", 1, false);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("deployment.apps/unlabelled created"));
+    assert!(
+        stderr(&out).contains("Warning: Validation failed for ValidatingAdmissionPolicy 'labels-policy.example.com' with binding 'labels-binding.example.com': every deployment needs a team label"),
+        "{}",
+        stderr(&out)
+    );
 
     // Policies are never applied to admission configuration itself.
     let out = s.kubectl(&["delete", "validatingadmissionpolicy", "--all"]);

@@ -6,13 +6,13 @@
 //! `oldObject`, `request`, `params`, `namespaceObject` and `variables`; the
 //! binding's `validationActions` say what a failed validation does.
 //!
-//! The policies and bindings are read from the watch cache and compiled once
-//! per policy resourceVersion; nothing here awaits, so a request never waits
-//! on another's compilation.
+//! The policies and bindings are read from the watch cache when either
+//! resource's revision moves, and each policy is compiled once per
+//! resourceVersion (the request that sees the move rebuilds the snapshot
+//! under a lock; the others then share it). Evaluation never awaits.
 //!
 //! Not done (yet) here, unlike upstream:
-//! - `Warn` and `Audit` are logged (tracing): the admission chain has no
-//!   channel for `Warning` headers or audit annotations yet.
+//! - `Audit` is logged (tracing): there is no audit log for its annotation.
 //! - `authorizer` is declared but not bound: an expression that uses it
 //!   fails to evaluate, and the failure policy decides.
 //! - `matchPolicy: Equivalent` tries only the request's own resource (Berth
@@ -648,14 +648,12 @@ fn dispatch(hooks: &[Hook], req: &RequestContext<'_>, server: &dyn Server) -> Op
                                 message: d.message.clone(),
                                 reason: d.reason.clone(),
                             }),
-                            // No Warning header channel through the chain
-                            // yet: logged with upstream's warning text.
-                            "Warn" => tracing::warn!(
+                            // Upstream's `warning.AddWarning`: a `Warning`
+                            // header on the response.
+                            "Warn" => crate::warnings::push(format!(
                                 "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                                p.name,
-                                b.name,
-                                d.message
-                            ),
+                                p.name, b.name, d.message
+                            )),
                             // No audit log: upstream's annotation, logged.
                             "Audit" => tracing::info!(
                                 policy = %p.name,
