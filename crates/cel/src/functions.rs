@@ -654,28 +654,34 @@ pub(crate) fn call_cost(name: &str, target: Option<u64>, args: &[u64]) -> u64 {
         "contains" | "startsWith" | "endsWith" | "lowerAscii" | "upperAscii" | "trim"
         | "reverse" | "charAt" | "indexOf" | "lastIndexOf" | "substring" | "split" | "replace"
         | "url" | "isURL" | "ip" | "isIP" | "cidr" | "isCIDR" | "quantity" | "isQuantity"
-        | "string" | "bytes" | "timestamp" | "duration" | "validate" => 1 + traverse(first),
+        | "string" | "bytes" | "timestamp" | "duration" | "validate" => {
+            traverse(first).saturating_add(1)
+        }
         "matches" | "find" | "findAll" => {
             let (s, re) = match (target, args) {
                 (Some(s), [re, ..]) => (s, *re),
                 (None, [s, re, ..]) => (*s, *re),
                 _ => (first, 1),
             };
-            1 + traverse(s).saturating_mul(re.div_ceil(4).max(1))
+            traverse(s)
+                .saturating_mul(re.div_ceil(4).max(1))
+                .saturating_add(1)
         }
         "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
             let small = args.iter().copied().min().unwrap_or(1);
-            1 + traverse(small)
+            traverse(small).saturating_add(1)
         }
         "_+_" => args
             .iter()
             .copied()
             .fold(1u64, |a, b| a.saturating_add(traverse(b))),
-        "@in" => 1 + args.get(1).copied().unwrap_or(1),
+        // Sizes of unbounded values are u64::MAX: every sum saturates.
+        "@in" => args.get(1).copied().unwrap_or(1).saturating_add(1),
         "join" | "isSorted" | "sum" | "min" | "max" | "sets.contains" | "sets.equivalent"
-        | "sets.intersects" | "flatten" | "distinct" => {
-            1 + args.iter().fold(first, |a, b| a.saturating_add(*b))
-        }
+        | "sets.intersects" | "flatten" | "distinct" => args
+            .iter()
+            .fold(first, |a, b| a.saturating_add(*b))
+            .saturating_add(1),
         _ => 1,
     }
 }

@@ -244,3 +244,20 @@ fn hostile_input_neither_panics_nor_overflows() {
         .expect("spawns");
     assert!(handle.join().is_ok());
 }
+
+/// Unbounded values (an admission policy's `object`) have size `u64::MAX` in
+/// the cost model: `in` and friends must saturate, not overflow.
+#[test]
+fn costs_of_unbounded_values_saturate() {
+    let env = berth_cel::Env::admission_policy();
+    for expr in [
+        "'team' in object.metadata.labels",
+        "object.metadata.name.startsWith('x')",
+        "object.metadata.name == oldObject.metadata.name",
+        "object.metadata.name.matches('^a')",
+        "[1, 2].sum() > 0 && object.spec.items.all(i, i.name in ['a'])",
+    ] {
+        let p = berth_cel::compile(expr, &env).unwrap_or_else(|e| panic!("{expr}: {}", e.message));
+        assert!(p.estimated_cost() > 0, "{expr}");
+    }
+}
