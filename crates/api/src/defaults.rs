@@ -136,6 +136,19 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
         ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => {
             default_webhooks(obj, true)
         }
+        ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy") => {
+            if let Some(spec) = ensure_path(obj, &["spec"]) {
+                default_if_absent(spec, "failurePolicy", json!("Fail"));
+                if let Some(m) = spec.get_mut("matchConstraints").and_then(obj_mut) {
+                    default_match_resources(m);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding") => {
+            if let Some(m) = get_path_mut(obj, &["spec", "matchResources"]).and_then(obj_mut) {
+                default_match_resources(m);
+            }
+        }
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => default_crd(obj),
         _ => {}
     }
@@ -643,6 +656,25 @@ fn default_webhooks(obj: &mut Value, mutating: bool) {
     }
 }
 
+/// Upstream's `SetDefaults_MatchResources` (admission policies and bindings).
+fn default_match_resources(m: &mut Map<String, Value>) {
+    default_if_absent(m, "matchPolicy", json!("Equivalent"));
+    default_if_absent(m, "namespaceSelector", json!({}));
+    default_if_absent(m, "objectSelector", json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for r in m
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(r) = obj_mut(r) {
+                default_if_absent(r, "scope", json!("*"));
+            }
+        }
+    }
+}
+
 fn default_crd(obj: &mut Value) {
     let Some(spec) = ensure_path(obj, &["spec"]) else {
         return;
@@ -690,6 +722,7 @@ fn tracks_generation(group: &str, kind: &str) -> bool {
             | ("policy", "PodDisruptionBudget")
             | ("networking.k8s.io", "NetworkPolicy" | "Ingress")
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
     )
 }
 
@@ -708,7 +741,7 @@ fn has_status_subresource(group: &str, kind: &str) -> bool {
                     | "PersistentVolume"
                     | "PersistentVolumeClaim"
                     | "ResourceQuota"
-            )
+            ) | ("apiregistration.k8s.io", "APIService")
         )
 }
 
@@ -767,6 +800,13 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
             return;
         }
         ("batch", "Job") => generate_job_selector(obj),
+        // Its status is the availability controller's.
+        ("apiregistration.k8s.io", "APIService") => {
+            if let Some(m) = obj_mut(obj) {
+                m.insert("status".into(), json!({}));
+            }
+            return;
+        }
         _ => {}
     }
     if tracks_generation(group, kind)

@@ -810,3 +810,38 @@ fn base64_and_quantity_helpers() {
     canonicalize_quantity(&mut bad);
     assert_eq!(bad, json!("lots"));
 }
+
+#[test]
+fn admission_policies_get_upstreams_defaults() {
+    let mut p = json!({"spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"]}]},
+                                "validations": [{"expression": "true"}]}});
+    apply_defaults(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        &mut p,
+    );
+    assert_eq!(p["spec"]["failurePolicy"], "Fail");
+    let m = &p["spec"]["matchConstraints"];
+    assert_eq!(m["matchPolicy"], "Equivalent");
+    assert_eq!(m["namespaceSelector"], json!({}));
+    assert_eq!(m["objectSelector"], json!({}));
+    assert_eq!(m["resourceRules"][0]["scope"], "*");
+    let mut b = json!({"spec": {"policyName": "p", "matchResources": {}}});
+    apply_defaults(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        &mut b,
+    );
+    assert_eq!(b["spec"]["matchResources"]["matchPolicy"], "Equivalent");
+    // A binding without matchResources gets none (upstream matches the policy's).
+    let mut bare = json!({"spec": {"policyName": "p"}});
+    apply_defaults(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        &mut bare,
+    );
+    assert!(bare["spec"].get("matchResources").is_none());
+}
