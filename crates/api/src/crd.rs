@@ -138,17 +138,6 @@ fn identity(v: Value) -> Result<Value, serde_json::Error> {
     Ok(v)
 }
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 /// The resources an Established CRD serves, one per served version, in upstream's
 /// version priority order. Names come from `status.acceptedNames`.
 pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
@@ -247,7 +236,7 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 short_names,
                 categories,
                 subresources,
-                verbs: VERBS,
+                verbs: crate::registry::VERBS,
                 storage_group: group,
                 storage_version: storage,
                 storage_plural: plural,

@@ -100,7 +100,7 @@ impl ResourceType {
     }
 }
 
-const VERBS: &[&str] = &[
+pub(crate) const VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",

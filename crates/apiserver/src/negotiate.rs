@@ -252,43 +252,8 @@ fn partial_metadata(obj: &Value, version: &str) -> Value {
     })
 }
 
-/// A custom resource's Table: the CRD's printer columns.
-fn custom_table(
-    cr: &berth_api::crd::CustomResource,
-    items: &[Value],
-    list_meta: Value,
-    include: Include,
-    version: &str,
-    with_columns: bool,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Value {
-    let columns = if with_columns {
-        printers::custom::columns(cr)
-    } else {
-        Vec::new()
-    };
-    let rows: Vec<Value> = items
-        .iter()
-        .map(|o| {
-            let mut row = json!({ "cells": printers::custom::cells(cr, o, now) });
-            match include {
-                Include::None => {}
-                Include::Metadata => row["object"] = partial_metadata(o, version),
-                Include::Object => row["object"] = o.clone(),
-            }
-            row
-        })
-        .collect();
-    json!({
-        "kind": "Table",
-        "apiVersion": format!("meta.k8s.io/{version}"),
-        "metadata": list_meta,
-        "columnDefinitions": columns,
-        "rows": rows,
-    })
-}
-
-/// A Table of `items`; `list_meta` becomes the Table's metadata.
+/// A Table of `items`; `list_meta` becomes the Table's metadata. Custom
+/// resources get their CRD's printer columns.
 pub fn table(
     rt: &ResourceType,
     items: &[Value],
@@ -298,29 +263,22 @@ pub fn table(
     with_columns: bool,
 ) -> Value {
     let now = chrono::Utc::now();
-    if let Some(cr) = rt.custom {
-        return custom_table(cr, items, list_meta, include, version, with_columns, now);
-    }
-    let columns: Vec<Value> = if with_columns {
-        printers::columns(rt.group, rt.kind)
+    let columns: Vec<Value> = match (with_columns, rt.custom) {
+        (false, _) => Vec::new(),
+        (true, Some(cr)) => printers::custom::columns(cr),
+        (true, None) => printers::columns(rt.group, rt.kind)
             .iter()
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "type": c.type_,
-                    "format": c.format,
-                    "description": c.description,
-                    "priority": c.priority,
-                })
-            })
-            .collect()
-    } else {
-        Vec::new()
+            .map(|c| c.definition())
+            .collect(),
     };
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let mut row = json!({ "cells": printers::cells(rt.group, rt.kind, o, now) });
+            let cells = match rt.custom {
+                Some(cr) => printers::custom::cells(cr, o, now),
+                None => printers::cells(rt.group, rt.kind, o, now),
+            };
+            let mut row = json!({ "cells": cells });
             match include {
                 Include::None => {}
                 Include::Metadata => row["object"] = partial_metadata(o, version),

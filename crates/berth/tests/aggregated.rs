@@ -7,15 +7,10 @@
 mod common;
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use bytes::Bytes;
 use common::{Server, stderr, stdout, wait_until};
-use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 /// An address of this machine other pods and the API server can reach (not
@@ -35,41 +30,6 @@ fn host_ip() -> IpAddr {
         .expect("a global IPv4 address on this machine")
 }
 
-/// The aggregated server: a serving certificate for `flowers.default.svc` from
-/// its own CA, and client certificates required from `client_ca`.
-fn tls(client_ca: &str) -> (String, Arc<rustls::ServerConfig>) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["flowers.default.svc".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut client_ca.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .unwrap();
-    let server = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-    (ca.pem(), Arc::new(server))
-}
-
 fn answer(path: &str, headers: &hyper::HeaderMap) -> Value {
     let all = |name: &str| -> Vec<String> {
         headers
@@ -87,31 +47,6 @@ fn answer(path: &str, headers: &hyper::HeaderMap) -> Value {
         _ => json!({"kind": "FlowerList", "apiVersion": "berth.example.com/v1", "items": [],
                     "seenUser": all("x-remote-user"), "seenGroups": all("x-remote-group"),
                     "sawAuthorization": headers.contains_key("authorization")}),
-    }
-}
-
-async fn serve(listener: tokio::net::TcpListener, tls: Arc<rustls::ServerConfig>) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    while let Ok((tcp, _)) = listener.accept().await {
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            // No front proxy certificate, no connection.
-            let Ok(tls) = acceptor.accept(tcp).await else {
-                return;
-            };
-            let svc = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
-                let body = answer(req.uri().path(), req.headers());
-                Ok::<_, std::convert::Infallible>(
-                    hyper::Response::builder()
-                        .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from(body.to_string())))
-                        .unwrap(),
-                )
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(tls), svc)
-                .await;
-        });
     }
 }
 
@@ -173,13 +108,18 @@ async fn apiservice_proxies_lists_and_fails_as_upstream() {
         "jsonpath={.data.requestheader-client-ca-file}",
     ]);
     assert!(client_ca.contains("BEGIN CERTIFICATE"), "{client_ca}");
-    let (serving_ca, tls) = tls(&client_ca);
+    // No front proxy certificate, no connection.
+    let (serving_ca, tls) = common::tls::server(&["flowers.default.svc"], Some(&client_ca));
     let ip = host_ip();
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0))
         .await
         .unwrap();
     let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(serve(listener, tls));
+    let server = tokio::spawn(common::tls::serve_json(
+        listener,
+        tls,
+        |path, headers, _| async move { answer(&path, &headers) },
+    ));
 
     for doc in [
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "flowers", "namespace": "default"},

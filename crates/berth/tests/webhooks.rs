@@ -10,39 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use bytes::Bytes;
 use common::{Server, stderr};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-
-/// A throwaway CA and a serving certificate for 127.0.0.1.
-fn pki() -> (String, Arc<rustls::ServerConfig>) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "webhook e2e CA");
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let server = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-    (ca.pem(), Arc::new(server))
-}
 
 /// The answer for one AdmissionReview, by path.
 async fn respond(path: &str, review: &Value) -> Value {
@@ -69,32 +38,11 @@ async fn respond(path: &str, review: &Value) -> Value {
 async fn serve(tls: Arc<rustls::ServerConfig>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let svc = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
-                    let path = req.uri().path().to_string();
-                    let body = req.into_body().collect().await.unwrap().to_bytes();
-                    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let out = respond(&path, &review).await;
-                    Ok::<_, std::convert::Infallible>(
-                        hyper::Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Full::new(Bytes::from(out.to_string())))
-                            .unwrap(),
-                    )
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), svc)
-                    .await;
-            });
-        }
-    });
+    tokio::spawn(common::tls::serve_json(
+        listener,
+        tls,
+        |path, _, review| async move { respond(&path, &review).await },
+    ));
     addr
 }
 
@@ -123,7 +71,7 @@ async fn webhooks_mutate_deny_fail_and_time_out() {
     let s = tokio::task::spawn_blocking(|| Server::start("webhooks"))
         .await
         .unwrap();
-    let (ca, tls) = pki();
+    let (ca, tls) = common::tls::server(&["127.0.0.1"], None);
     let addr = serve(tls).await;
     let url = |p: &str| format!("https://{addr}{p}");
     let k = |args: &[&str]| tokio::task::block_in_place(|| s.kubectl(args));

@@ -2,6 +2,8 @@
 //! driven by real kubectl (and curl on the trusted plain-HTTP port).
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
