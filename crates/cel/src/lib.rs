@@ -47,7 +47,7 @@ use cel::common::ast::Expr;
 use serde_json::Value;
 
 pub use eval::Activation;
-pub use schema::{DeclKind, DeclType, decl_type, escape, json_to_value, unescape};
+pub use schema::{DeclKind, DeclType, decl_type, escape, is_identifier, json_to_value, unescape};
 pub use validation::{validate, validate_rules, validate_static, validate_with_budget};
 pub use value::{EvalValue, Key, ListType, ListValue, MapValue};
 

@@ -321,6 +321,16 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
+/// Whether `name` is a CEL identifier (`IDENT` less the reserved words), as a
+/// ValidatingAdmissionPolicy's variable names must be.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
+    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
+}
+
 /// Upstream's `cel.Escape`: the CEL identifier for a property name, or `None`
 /// when it cannot be expressed (such properties are not visible to rules).
 pub fn escape(ident: &str) -> Option<String> {

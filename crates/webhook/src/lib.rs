@@ -54,7 +54,9 @@ pub use mutating::{
 pub use predicates::labels;
 pub use rustls::RootCertStore;
 pub use validating::VALIDATING_FAILED_OPEN_ANNOTATION_PREFIX;
-pub use validation::{validate_configuration, validate_configuration_update};
+pub use validation::{
+    validate_configuration, validate_configuration_update, validate_rule_with_operations,
+};
 
 /// What an admitted request carries back to the client and the audit log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

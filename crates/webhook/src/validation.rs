@@ -244,6 +244,15 @@ fn fully_qualified_name(name: &str, path: &str) -> Vec<FieldError> {
     Vec::new()
 }
 
+/// Upstream's `validateRuleWithOperations` (subresources allowed), which
+/// webhooks and admission policies share.
+pub fn validate_rule_with_operations(r: &Value, path: &str) -> Vec<FieldError> {
+    match r.as_object() {
+        Some(m) => validate_rule(m, path),
+        None => vec![FieldError::type_invalid(path, r, "object")],
+    }
+}
+
 fn validate_rule(r: &Map<String, Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let ops_path = format!("{path}.operations");

@@ -22,8 +22,6 @@ use super::{CelEnv, env_for};
 
 const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];
-const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
-const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
 /// `sets.List()` order, as upstream's messages list them.
 const REASONS: &[&str] = &[
     "Forbidden",
@@ -296,130 +294,7 @@ fn validate_named_rule(r: &Value, path: &str) -> Vec<FieldError> {
             errs.push(FieldError::duplicate(&p, n));
         }
     }
-    errs.extend(validate_rule(r, path));
-    errs
-}
-
-/// Upstream's `validateRuleWithOperations` (subresources allowed).
-fn validate_rule(r: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let strings =
-        |field: &str| -> Vec<&str> { arr(r.get(field)).iter().filter_map(Value::as_str).collect() };
-    let ops_path = format!("{path}.operations");
-    let ops = strings("operations");
-    if ops.is_empty() {
-        errs.push(FieldError::required(&ops_path, ""));
-    }
-    if ops.len() > 1 && ops.contains(&"*") {
-        errs.push(FieldError::invalid(
-            &ops_path,
-            json!(ops),
-            "if '*' is present, must not specify other operations",
-        ));
-    }
-    for (i, op) in ops.iter().enumerate() {
-        if !OPERATIONS.contains(op) {
-            errs.push(FieldError::not_supported(
-                format!("{ops_path}[{i}]"),
-                *op,
-                OPERATIONS,
-            ));
-        }
-    }
-    for (field, what) in [("apiGroups", "API groups"), ("apiVersions", "API versions")] {
-        let p = format!("{path}.{field}");
-        let items = strings(field);
-        if items.is_empty() {
-            errs.push(FieldError::required(&p, ""));
-        }
-        if items.len() > 1 && items.contains(&"*") {
-            errs.push(FieldError::invalid(
-                &p,
-                json!(items),
-                format!("if '*' is present, must not specify other {what}"),
-            ));
-        }
-        if field == "apiVersions" {
-            for (i, v) in items.iter().enumerate() {
-                if v.is_empty() {
-                    errs.push(FieldError::required(format!("{p}[{i}]"), ""));
-                }
-            }
-        }
-    }
-    errs.extend(validate_resources(
-        &strings("resources"),
-        &format!("{path}.resources"),
-    ));
-    if let Some(scope) = r.get("scope").and_then(Value::as_str)
-        && !SCOPES.contains(&scope)
-    {
-        errs.push(FieldError::not_supported(
-            format!("{path}.scope"),
-            scope,
-            SCOPES,
-        ));
-    }
-    errs
-}
-
-/// Upstream's `validateResources`: `*` and `*/*` exclusivity, `res/*` and
-/// `*/sub` against their more specific forms.
-fn validate_resources(resources: &[&str], path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if resources.is_empty() {
-        errs.push(FieldError::required(path, ""));
-    }
-    let mut with_wildcard_sub: HashSet<&str> = HashSet::new();
-    let mut sub_with_wildcard_res: HashSet<&str> = HashSet::new();
-    let (mut double_wildcard, mut single_wildcard, mut without_sub) = (false, false, false);
-    for (i, res_sub) in resources.iter().enumerate() {
-        let p = format!("{path}[{i}]");
-        if res_sub.is_empty() {
-            errs.push(FieldError::required(p, ""));
-            continue;
-        }
-        double_wildcard |= *res_sub == "*/*";
-        single_wildcard |= *res_sub == "*";
-        let Some((res, sub)) = res_sub.split_once('/') else {
-            without_sub = *res_sub != "*";
-            continue;
-        };
-        if with_wildcard_sub.contains(res) {
-            errs.push(FieldError::invalid(
-                &p,
-                *res_sub,
-                format!("if '{res}/*' is present, must not specify {res_sub}"),
-            ));
-        }
-        if sub_with_wildcard_res.contains(sub) {
-            errs.push(FieldError::invalid(
-                &p,
-                *res_sub,
-                format!("if '*/{sub}' is present, must not specify {res_sub}"),
-            ));
-        }
-        if sub == "*" {
-            with_wildcard_sub.insert(res);
-        }
-        if res == "*" {
-            sub_with_wildcard_res.insert(sub);
-        }
-    }
-    if resources.len() > 1 && double_wildcard {
-        errs.push(FieldError::invalid(
-            path,
-            json!(resources),
-            "if '*/*' is present, must not specify other resources",
-        ));
-    }
-    if single_wildcard && without_sub {
-        errs.push(FieldError::invalid(
-            path,
-            json!(resources),
-            "if '*' is present, must not specify other resources without subresources",
-        ));
-    }
+    errs.extend(berth_webhook::validate_rule_with_operations(r, path));
     errs
 }
 
@@ -493,7 +368,7 @@ fn validate_variable(v: &Value, env: &CelEnv, pre: &Preexisting, path: &str) -> 
             format!("{path}.name"),
             "name is not specified",
         ));
-    } else if !is_cel_identifier(name) {
+    } else if !berth_cel::is_identifier(name) {
         errs.push(FieldError::invalid(
             format!("{path}.name"),
             name,
@@ -767,36 +642,4 @@ fn check_expression(
             vec![FieldError::invalid(path, expr, why)]
         }
     }
-}
-
-/// CEL's `IDENT` less its reserved words.
-fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
-    let mut chars = name.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
 }
