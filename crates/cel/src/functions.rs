@@ -5,7 +5,7 @@
 //! short-circuiting operators (`&&`, `||`, `?:`) are in the interpreter.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, FixedOffset, TimeZone, Timelike};
@@ -22,19 +22,44 @@ pub(crate) struct CallContext {
     regexes: BTreeMap<String, Arc<regex::Regex>>,
 }
 
+/// Patterns compiled by any evaluation, shared by later ones: rules' patterns
+/// are nearly always constants (upstream compiles those with the program).
+/// Bounded, since patterns built from object data are user input too.
+static COMPILED: std::sync::Mutex<Option<HashMap<String, Arc<regex::Regex>>>> =
+    std::sync::Mutex::new(None);
+const COMPILED_MAX: usize = 1024;
+
 impl CallContext {
-    /// Compiles (once per evaluation) a RE2-syntax pattern, bounded in size
-    /// because patterns are user input.
+    /// Compiles a RE2-syntax pattern (once for the process while the shared
+    /// cache has room), bounded in size because patterns are user input.
     pub(crate) fn regex(&mut self, pattern: &str) -> Result<Arc<regex::Regex>, EvalError> {
         if let Some(r) = self.regexes.get(pattern) {
             return Ok(r.clone());
         }
-        let r = regex::RegexBuilder::new(pattern)
-            .size_limit(1 << 22)
-            .dfa_size_limit(1 << 22)
-            .build()
-            .map_err(|e| EvalError::Other(format!("invalid regex: {e}")))?;
-        let r = Arc::new(r);
+        let shared = COMPILED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .get(pattern)
+            .cloned();
+        let r = match shared {
+            Some(r) => r,
+            None => {
+                let r = Arc::new(
+                    regex::RegexBuilder::new(pattern)
+                        .size_limit(1 << 22)
+                        .dfa_size_limit(1 << 22)
+                        .build()
+                        .map_err(|e| EvalError::Other(format!("invalid regex: {e}")))?,
+                );
+                let mut guard = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+                let cache = guard.get_or_insert_with(HashMap::new);
+                if cache.len() < COMPILED_MAX {
+                    cache.insert(pattern.to_string(), r.clone());
+                }
+                r
+            }
+        };
         if self.regexes.len() < 64 {
             self.regexes.insert(pattern.to_string(), r.clone());
         }
