@@ -242,10 +242,11 @@ async fn route(
             ));
         }
         "/openapi/v3" | "/openapi/v3/" => {
+            let index = crate::apiextensions::openapi::current().index.clone();
             return Ok(full(
                 StatusCode::OK,
                 "application/json",
-                crate::apiextensions::openapi::current().index.clone(),
+                crate::aggregator::openapi_index(index),
             ));
         }
         // kubectl ≤ 1.28 reads the whole API's Swagger 2.0 in gnostic's protobuf.
@@ -271,6 +272,10 @@ async fn route(
         return Ok(full(StatusCode::OK, "text/plain; charset=utf-8", "ok"));
     }
     if let Some(gv) = path.strip_prefix("/openapi/v3/") {
+        // An aggregated group-version's document is its server's.
+        if let Some(remote) = crate::aggregator::route(&state.rest, &format!("/{gv}")) {
+            return crate::aggregator::proxy::serve(state, req, &user, &remote).await;
+        }
         return match crate::apiextensions::openapi::current().get(gv) {
             Some(doc) => Ok(full(StatusCode::OK, "application/json", doc)),
             None => Err(ApiError::path_not_found()),

@@ -44,6 +44,25 @@ fn answer(path: &str, headers: &hyper::HeaderMap) -> Value {
             "resources": [{"name": "flowers", "singularName": "flower", "namespaced": false,
                            "kind": "Flower", "verbs": ["get", "list"]}]
         }),
+        // Its OpenAPI, which the aggregator merges into /openapi/v3 (kubectl explain).
+        "/openapi/v3" => json!({"paths": {"apis/berth.example.com/v1": {
+            "serverRelativeURL": "/openapi/v3/apis/berth.example.com/v1?hash=0123ABCD"}}}),
+        "/openapi/v3/apis/berth.example.com/v1" => json!({
+            "openapi": "3.0.0", "info": {"title": "flowers", "version": "v1"},
+            // kubectl explain finds a resource's kind through its path's GET.
+            "paths": {"/apis/berth.example.com/v1/flowers": {"get": {
+                "x-kubernetes-action": "list",
+                "x-kubernetes-group-version-kind": {"group": "berth.example.com", "version": "v1", "kind": "Flower"},
+                "responses": {"200": {"description": "OK"}}}}},
+            "components": {"schemas": {"com.example.berth.v1.Flower": {
+                "type": "object", "description": "A Flower grows in the aggregated server.",
+                "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                    "spec": {"type": "object", "description": "How the flower grows.",
+                             "properties": {"petals": {"type": "integer", "description": "Number of petals."}}}},
+                "x-kubernetes-group-version-kind": [{"group": "berth.example.com", "version": "v1", "kind": "Flower"}]
+            }}}
+        }),
         _ => json!({"kind": "FlowerList", "apiVersion": "berth.example.com/v1", "items": [],
                     "seenUser": all("x-remote-user"), "seenGroups": all("x-remote-group"),
                     "sawAuthorization": headers.contains_key("authorization")}),
@@ -172,6 +191,13 @@ async fn apiservice_proxies_lists_and_fails_as_upstream() {
     );
     let res = k(&["api-resources", "--api-group=berth.example.com"]);
     assert!(res.lines().any(|l| l.starts_with("flowers ")), "{res}");
+    wait_until(Duration::from_secs(20), "remote OpenAPI merged", || {
+        k(&["get", "--raw", "/openapi/v3"])
+            .contains("/openapi/v3/apis/berth.example.com/v1?hash=0123ABCD")
+    });
+    let explain = k(&["explain", "flowers.spec"]);
+    assert!(explain.contains("How the flower grows."), "{explain}");
+    assert!(explain.contains("petals"), "{explain}");
     let list: Value =
         serde_json::from_str(&k(&["get", "--raw", "/apis/berth.example.com/v1/flowers"])).unwrap();
     assert_eq!(list["seenUser"], json!(["system:admin"]));

@@ -72,7 +72,12 @@ async fn check_all(state: &State) {
             ),
             Some(r) => {
                 let (v, doc) = check(state, &r).await;
+                let openapi = match &doc {
+                    Some(_) => openapi_entry(state, &r).await,
+                    None => None,
+                };
                 super::set_discovery(&r.group, &r.version, doc);
+                super::set_openapi(&r.group, &r.version, openapi);
                 v
             }
         };
@@ -213,12 +218,29 @@ async fn check(state: &State, r: &Remote) -> (Verdict, Option<Value>) {
     }
 }
 
+/// The remote's `/openapi/v3` index entry for its group-version, if it
+/// publishes one (servers without OpenAPI are still available).
+async fn openapi_entry(state: &State, r: &Remote) -> Option<Value> {
+    let index = tokio::time::timeout(DISCOVERY_TIMEOUT, get_json(state, r, "/openapi/v3"))
+        .await
+        .ok()?
+        .ok()?;
+    index
+        .pointer(&format!("/paths/apis~1{}~1{}", r.group, r.version))
+        .cloned()
+}
+
 /// GET `/apis/<group>/<version>` as the aggregator (system:kube-aggregator).
 async fn discover(state: &State, r: &Remote) -> Result<Value, String> {
+    get_json(state, r, &format!("/apis/{}/{}", r.group, r.version)).await
+}
+
+/// A GET of `path` on the remote as the aggregator, answered with JSON.
+async fn get_json(state: &State, r: &Remote, path: &str) -> Result<Value, String> {
     let mut sender = super::proxy::connect(state, r).await?;
     let req = hyper::Request::builder()
         .method("GET")
-        .uri(format!("/apis/{}/{}", r.group, r.version))
+        .uri(path)
         .header("host", format!("{}.{}.svc", r.service, r.namespace))
         .header("accept", "application/json")
         .header("x-remote-user", "system:kube-aggregator")

@@ -151,6 +151,44 @@ pub(crate) fn set_discovery(group: &str, version: &str, doc: Option<Value>) {
 /// A remote group: its name and versions, each with its last discovery document.
 pub type RemoteGroup = (String, Vec<(String, Option<Value>)>);
 
+/// Each available remote group-version's OpenAPI v3 document URL (with its
+/// hash), as its server's `/openapi/v3` index gave it.
+static OPENAPI: RwLock<Option<HashMap<String, Value>>> = RwLock::new(None);
+
+pub(crate) fn set_openapi(group: &str, version: &str, entry: Option<Value>) {
+    let mut guard = OPENAPI.write().unwrap_or_else(|p| p.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    let key = format!("apis/{group}/{version}");
+    match entry {
+        Some(e) => {
+            map.insert(key, e);
+        }
+        None => {
+            map.remove(&key);
+        }
+    }
+}
+
+/// The `/openapi/v3` index with the remote group-versions' documents added, as
+/// upstream's aggregator merges them (their documents are proxied).
+pub fn openapi_index(local: bytes::Bytes) -> bytes::Bytes {
+    let guard = OPENAPI.read().unwrap_or_else(|p| p.into_inner());
+    let Some(remote) = guard.as_ref().filter(|m| !m.is_empty()) else {
+        return local;
+    };
+    let Ok(mut index) = serde_json::from_slice::<Value>(&local) else {
+        return local;
+    };
+    if let Some(paths) = index.get_mut("paths").and_then(Value::as_object_mut) {
+        for (k, v) in remote {
+            paths.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    serde_json::to_vec(&index)
+        .map(bytes::Bytes::from)
+        .unwrap_or(local)
+}
+
 /// What discovery lists for remote groups: (group, versions preferred first,
 /// each with its last APIResourceList if the backend answered one).
 pub fn discovery_groups(rest: &Rest) -> Vec<RemoteGroup> {
