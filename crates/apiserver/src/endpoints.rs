@@ -23,61 +23,25 @@ pub fn resolve_service(
         .get(&format!("/registry/services/{namespace}/{name}"))
         .and_then(|s| objects::decode_at(&s.bytes, s.mod_revision).ok())
         .ok_or_else(|| format!("service \"{name}\" not found"))?;
-    let ports = svc
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let sp = ports
-        .iter()
-        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(port)))
-        .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
-    let port_name = sp.get("name").and_then(Value::as_str).unwrap_or("");
+    // The same port and endpoint choice as the services/proxy subresource.
+    let port_name =
+        crate::proxy::service_port_name(&svc, name, &port.to_string()).map_err(|e| e.message)?;
     let (slices, _) = cache.snapshot(&format!(
         "/registry/endpointslices.discovery.k8s.io/{namespace}/"
     ));
-    for (_, s) in slices {
-        let Ok(slice) = objects::decode_at(&s.bytes, s.mod_revision) else {
-            continue;
-        };
-        if objects::labels(&slice)
-            .get("kubernetes.io/service-name")
-            .and_then(Value::as_str)
-            != Some(name)
-        {
-            continue;
-        }
-        let Some(target) = slice
-            .get("ports")
-            .and_then(Value::as_array)
-            .and_then(|ps| {
-                ps.iter()
-                    .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
-            })
-            .and_then(|p| p.get("port").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok())
-        else {
-            continue;
-        };
-        let endpoints = slice
-            .get("endpoints")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for ep in endpoints {
-            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                continue;
-            }
-            if let Some(ip) = ep
-                .get("addresses")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
+    let slices: Vec<Value> = slices
+        .iter()
+        .filter_map(|(_, s)| objects::decode_at(&s.bytes, s.mod_revision).ok())
+        .filter(|s| {
+            objects::labels(s)
+                .get("kubernetes.io/service-name")
                 .and_then(Value::as_str)
-                .and_then(|a| a.parse::<std::net::IpAddr>().ok())
-            {
-                return Ok(SocketAddr::new(ip, target));
-            }
-        }
-    }
-    Err(format!("no endpoints available for service \"{name}\""))
+                == Some(name)
+        })
+        .collect();
+    crate::proxy::candidates(&slices, &port_name)
+        .0
+        .first()
+        .map(|c| SocketAddr::new(c.ip, c.port))
+        .ok_or_else(|| format!("no endpoints available for service \"{name}\""))
 }

@@ -141,14 +141,14 @@ pub fn desired_status(crd: &Value, all: &[Value], now: &str) -> Value {
     if str_of(&requested_list, "listKind").is_empty() && !str_of(&requested, "kind").is_empty() {
         requested_list["listKind"] = json!(format!("{}List", str_of(&requested, "kind")));
     }
-    {
-        let want = str_of(&requested_list, "listKind");
-        match fresh(want, str_of(&accepted, "listKind"), &used.kinds) {
-            Ok(()) if !want.is_empty() => names["listKind"] = json!(want),
-            Ok(()) => {}
-            Err(e) => note(Some(("ListKindConflict", e))),
-        }
-    }
+    note(accept(
+        &requested_list,
+        &accepted,
+        "listKind",
+        "ListKindConflict",
+        &used.kinds,
+        &mut names,
+    ));
     match requested.get("categories") {
         Some(c) if c.as_array().is_some_and(|a| !a.is_empty()) => names["categories"] = c.clone(),
         _ => {
