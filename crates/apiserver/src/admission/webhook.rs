@@ -186,6 +186,8 @@ fn finish(out: Result<berth_webhook::Outcome, AdmissionError>) -> ApiResult<()> 
                 .iter()
                 .cloned()
                 .for_each(crate::warnings::push);
+            // Upstream passes a webhook's reason through; the Status here holds
+            // upstream's named reasons, and any other is left unset (StatusReasonUnknown).
             let reason: &'static str = match e.reason.as_str() {
                 "Forbidden" => "Forbidden",
                 "BadRequest" => "BadRequest",
@@ -195,8 +197,11 @@ fn finish(out: Result<berth_webhook::Outcome, AdmissionError>) -> ApiResult<()> 
                 "TooManyRequests" => "TooManyRequests",
                 "Timeout" => "Timeout",
                 "InternalError" => "InternalError",
-                "" => "",
-                _ => "BadRequest",
+                "Unauthorized" => "Unauthorized",
+                "AlreadyExists" => "AlreadyExists",
+                "MethodNotAllowed" => "MethodNotAllowed",
+                "ServiceUnavailable" => "ServiceUnavailable",
+                _ => "",
             };
             let mut err = ApiError::new(e.code, reason, e.message.clone());
             err.details = e.details.clone();
