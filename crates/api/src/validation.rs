@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 
 mod apps;
+mod autoscaling;
 mod core;
 mod meta;
 mod networking;
@@ -743,6 +744,11 @@ pub fn validate_scoped(
         ("batch", "CronJob") => apps::validate_cron_job(obj),
         ("networking.k8s.io", "Ingress") => networking::validate_ingress(obj, old),
         ("networking.k8s.io", "IngressClass") => networking::validate_ingress_class(obj, old),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            let mut e = autoscaling::validate_hpa(obj, old);
+            e.extend(autoscaling::validate_hpa_status(obj));
+            e
+        }
         _ => Vec::new(),
     });
     errs
