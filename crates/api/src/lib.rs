@@ -6,6 +6,7 @@
 pub mod conversion;
 pub mod crd;
 pub mod defaults;
+pub mod duration;
 pub mod jsonpath;
 pub mod networking;
 pub mod openapi;
