@@ -4,6 +4,7 @@
 //! - [`events`]: the core/v1 Event recorder with upstream's correlation
 //!   (repeat counting, aggregation, spam filter).
 //! - [`clock`]: time as a trait, real and fake.
+//! - [`tls`]: the verifier HTTPS clients use towards self-signed kubelets.
 
 pub mod clock;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod events;
 pub mod leaderelection;
 mod lru;
 pub mod reflect;
+pub mod tls;
 
 pub use clock::{Clock, FakeClock, RealClock};
 pub use error::Error;
