@@ -34,6 +34,9 @@ pub struct Pki {
 /// The front proxy's client certificate CN (`--requestheader-allowed-names`).
 pub const PROXY_CLIENT_NAME: &str = "system:auth-proxy";
 
+/// The metrics server's scraper user (`client-metrics-server.crt`).
+pub const METRICS_SERVER_NAME: &str = "system:metrics-server";
+
 /// A self-signed CA at `cert`/`key`, generated once.
 fn ensure_ca(cert: &Path, key_path: &Path, cn: &str) -> Result<()> {
     if cert.exists() && key_path.exists() {
@@ -207,6 +210,16 @@ pub fn load_or_create(data_dir: &Path, sans: &[String]) -> Result<Pki> {
         write_private(&kubelet_key_path, &key.serialize_pem())?;
         fs::write(&kubelet_cert_path, cert.pem())?;
     }
+
+    // The metrics server's identity towards kubelets (metrics-server's own
+    // ServiceAccount upstream), authorized on nodes/metrics by RBAC.
+    ensure_client_cert(
+        &dir.join("client-metrics-server.crt"),
+        &dir.join("client-metrics-server.key"),
+        METRICS_SERVER_NAME,
+        &[],
+        &issuer,
+    )?;
 
     let rh_ca_path = dir.join("request-header-ca.crt");
     let rh_ca_key_path = dir.join("request-header-ca.key");

@@ -17,6 +17,7 @@ mod agent;
 mod dns;
 mod footprint;
 mod images;
+mod metrics;
 mod proxy;
 mod tlsbootstrap;
 mod token;
@@ -193,6 +194,8 @@ struct ServerArgs {
     dns: dns::ClusterDnsArgs,
     #[command(flatten)]
     proxy: proxy::ProxyArgs,
+    #[command(flatten)]
+    metrics: metrics::MetricsArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
     /// kube-apiserver's --service-cluster-ip-range); the first IP is the
     /// `kubernetes` Service's.
@@ -397,6 +400,15 @@ async fn server(args: ServerArgs) -> Result<()> {
         let client = client_from(&kubeconfig, "coredns").await?;
         let (servers, domain) = (&args.agent.cluster_dns, &args.agent.cluster_domain);
         dns::start_cluster_dns(client, &args.dns, servers, domain).await;
+    }
+    if !args.metrics.disable_metrics_server {
+        let client = client_from(&kubeconfig, "metrics-server").await?;
+        // Reachable from the API server and listed in Endpoints (not loopback,
+        // which upstream refuses in endpoints).
+        let ip = berth_kubelet::agent::machine::host_ipv4()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        metrics::start(client, &args.metrics, &args.data_dir, ip).await?;
     }
     let node_local_dns =
         dns::start_node_local_dns(&args.agent.node_local_dns, &args.agent.cluster_dns).await;
