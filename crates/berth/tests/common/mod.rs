@@ -2,6 +2,7 @@
 //! driven by real kubectl (and curl on the trusted plain-HTTP port).
 #![allow(dead_code)]
 
+pub mod cgroup;
 pub mod tls;
 
 use std::io::{BufRead, BufReader};
