@@ -5,11 +5,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::{
-    ContainerConfig, ContainerState, ContainerStatus, ExecResult, Filter, ImageInfo, Runtime,
-    RuntimeError, RuntimeResult, SandboxConfig, SandboxState, SandboxStatus, StreamUrl,
+    ContainerConfig, ContainerState, ContainerStats, ContainerStatus, ExecResult, Filter, FsUsage,
+    ImageInfo, Runtime, RuntimeError, RuntimeResult, SandboxConfig, SandboxState, SandboxStats,
+    SandboxStatus, StreamUrl,
 };
 
 /// A scripted exec answer: a result, or a timeout.
@@ -29,6 +30,13 @@ struct State {
     start_fails: HashMap<String, String>,
     /// The IP given to the next sandboxes (10.42.0.<n>).
     next_ip: u8,
+    /// Stats tests set, by container / sandbox id; reported while the
+    /// container or sandbox exists.
+    container_stats: BTreeMap<String, ContainerStats>,
+    sandbox_stats: BTreeMap<String, SandboxStats>,
+    image_fs: Vec<FsUsage>,
+    /// Every stats call fails with this while set.
+    stats_error: Option<RuntimeError>,
 }
 
 /// The fake runtime. Cheap to share behind an `Arc`.
@@ -92,6 +100,37 @@ impl FakeRuntime {
 
     pub fn sandbox_count(&self) -> usize {
         self.lock().sandboxes.len()
+    }
+
+    /// Sets what `list_container_stats` reports for container `stats.id`.
+    pub fn set_container_stats(&self, stats: ContainerStats) {
+        self.lock().container_stats.insert(stats.id.clone(), stats);
+    }
+
+    /// Sets what `list_sandbox_stats` reports for sandbox `stats.id`.
+    pub fn set_sandbox_stats(&self, stats: SandboxStats) {
+        self.lock().sandbox_stats.insert(stats.id.clone(), stats);
+    }
+
+    /// Sets what `image_fs_info` reports.
+    pub fn set_image_fs(&self, fs: Vec<FsUsage>) {
+        self.lock().image_fs = fs;
+    }
+
+    /// Makes every stats call fail with `error` (None: succeed again).
+    pub fn fail_stats(&self, error: Option<RuntimeError>) {
+        self.lock().stats_error = error;
+    }
+
+    /// Sets the creation time of a sandbox or container (tests want fixed times).
+    pub fn set_created_at(&self, id: &str, at: DateTime<Utc>) {
+        let mut s = self.lock();
+        if let Some(sb) = s.sandboxes.get_mut(id) {
+            sb.created_at = Some(at);
+        }
+        if let Some(c) = s.containers.get_mut(id) {
+            c.created_at = Some(at);
+        }
     }
 }
 
@@ -378,6 +417,38 @@ impl Runtime for FakeRuntime {
 
     async fn port_forward(&self, sandbox_id: &str, _ports: &[i32]) -> RuntimeResult<StreamUrl> {
         Ok(StreamUrl(format!("http://fake/portforward/{sandbox_id}")))
+    }
+
+    async fn list_container_stats(&self) -> RuntimeResult<Vec<ContainerStats>> {
+        let s = self.lock();
+        if let Some(e) = &s.stats_error {
+            return Err(e.clone());
+        }
+        Ok(s.container_stats
+            .values()
+            .filter(|c| s.containers.contains_key(&c.id))
+            .cloned()
+            .collect())
+    }
+
+    async fn list_sandbox_stats(&self) -> RuntimeResult<Vec<SandboxStats>> {
+        let s = self.lock();
+        if let Some(e) = &s.stats_error {
+            return Err(e.clone());
+        }
+        Ok(s.sandbox_stats
+            .values()
+            .filter(|sb| s.sandboxes.contains_key(&sb.id))
+            .cloned()
+            .collect())
+    }
+
+    async fn image_fs_info(&self) -> RuntimeResult<Vec<FsUsage>> {
+        let s = self.lock();
+        if let Some(e) = &s.stats_error {
+            return Err(e.clone());
+        }
+        Ok(s.image_fs.clone())
     }
 }
 

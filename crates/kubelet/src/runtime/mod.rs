@@ -5,11 +5,17 @@
 //! implementation is CRI v1 over containerd's socket (`crate::cri`).
 
 pub mod fake;
+pub mod stats;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+
+pub use stats::{
+    ContainerStats, CpuUsage, FsUsage, MemoryUsage, NetworkInterfaceUsage, NetworkUsage,
+    SandboxStats, SwapUsage,
+};
 
 /// What a runtime call can fail with, typed where pod logic decides on it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -271,4 +277,14 @@ pub trait Runtime: Send + Sync + 'static {
     ) -> RuntimeResult<StreamUrl>;
     async fn attach(&self, container_id: &str, tty: bool, stdin: bool) -> RuntimeResult<StreamUrl>;
     async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<StreamUrl>;
+
+    /// Resource use of every container the runtime has stats for (CRI
+    /// `ListContainerStats`); exited containers may be among them.
+    async fn list_container_stats(&self) -> RuntimeResult<Vec<ContainerStats>>;
+    /// Resource use of every sandbox (CRI `ListPodSandboxStats`); empty where
+    /// the runtime does not implement it.
+    async fn list_sandbox_stats(&self) -> RuntimeResult<Vec<SandboxStats>>;
+    /// The filesystems images are stored on and what images use of them (CRI
+    /// `ImageFsInfo`).
+    async fn image_fs_info(&self) -> RuntimeResult<Vec<FsUsage>>;
 }
