@@ -18,9 +18,13 @@ pub mod runtime;
 pub mod server;
 pub mod servicelinks;
 pub mod sim;
+pub mod stats;
 pub mod status;
 pub mod token;
 pub mod volumes;
+
+#[cfg(test)]
+pub(crate) mod testutil;
 
 /// Errors from the node library and the simulator.
 #[derive(Debug, thiserror::Error)]

@@ -221,9 +221,20 @@ impl Agent {
             cfg.node_name.clone(),
         )));
         if let Some(s) = kubelet_server {
+            let stats = crate::stats::StatsProvider::new(
+                crate::stats::StatsConfig {
+                    node_name: cfg.node_name.clone(),
+                    root_dir: cfg.dir.clone(),
+                    logs_dir: cfg.dir.join("logs"),
+                    pods_dir: cfg.dir.join("pods"),
+                    memory_capacity: u64::try_from(memory_capacity).unwrap_or(0),
+                },
+                runtime.clone(),
+            );
             let deps = Arc::new(crate::server::Deps {
                 client: client.clone(),
                 runtime: runtime.clone(),
+                stats: Arc::new(stats),
             });
             tasks.push(tokio::spawn(s.serve(deps)));
         }

@@ -7,6 +7,8 @@
 //! (here `memory:/process_api/…`, `cpu:/`) everything still nests correctly.
 //! Guaranteed pods sit directly under the root, as upstream's `kubepods/pod<uid>`.
 
+pub mod stats;
+
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Container;

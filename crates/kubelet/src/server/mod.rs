@@ -1,6 +1,6 @@
 //! The node agent's own HTTPS server on the kubelet port (10250), as upstream's
 //! kubelet serves the API server: `/containerLogs`, `/exec`, `/attach`,
-//! `/portForward`, `/healthz`.
+//! `/portForward`, `/healthz`, `/stats/summary` and `/metrics/resource`.
 //!
 //! TLS: a self-signed serving certificate made at start (upstream's default
 //! without serving-certificate bootstrap; the API server does not verify it
@@ -14,6 +14,7 @@ pub mod auth;
 pub mod filewatch;
 pub mod logs;
 pub mod spdy;
+pub mod stats;
 pub mod streams;
 
 use std::net::SocketAddr;
@@ -51,6 +52,8 @@ pub enum ServerError {
 pub struct Deps {
     pub client: kube::Client,
     pub runtime: Arc<dyn Runtime>,
+    /// The node's stats (`/stats/summary`, `/metrics/resource`).
+    pub stats: Arc<crate::stats::StatsProvider>,
 }
 
 /// A bound, not yet serving, kubelet server.
@@ -260,6 +263,8 @@ enum Endpoint<'a> {
         ns: &'a str,
         pod: &'a str,
     },
+    StatsSummary,
+    ResourceMetrics,
 }
 
 fn endpoint(path: &str) -> Option<Endpoint<'_>> {
@@ -275,6 +280,8 @@ fn endpoint(path: &str) -> Option<Endpoint<'_>> {
             container,
         },
         ["portForward", ns, pod] | ["portForward", ns, pod, _] => Endpoint::PortForward { ns, pod },
+        ["stats", "summary"] => Endpoint::StatsSummary,
+        ["metrics", "resource"] => Endpoint::ResourceMetrics,
         _ => return None,
     })
 }
@@ -303,6 +310,12 @@ async fn route(deps: &Deps, req: Request<Incoming>) -> Response<Body> {
         {
             let (ns, pod) = (ns.to_string(), pod.to_string());
             port_forward(deps, req, &ns, &pod, &q).await
+        }
+        Some(Endpoint::StatsSummary) if method == Method::GET || method == Method::POST => {
+            stats::summary(deps, &q).await
+        }
+        Some(Endpoint::ResourceMetrics) if method == Method::GET => {
+            stats::resource_metrics(deps).await
         }
         Some(_) => text(StatusCode::METHOD_NOT_ALLOWED, "405: Method Not Allowed"),
         None => text(StatusCode::NOT_FOUND, "404 page not found"),

@@ -40,6 +40,11 @@ fn endpoints() {
             "/portForward/ns/p/uid-1",
             Some(Endpoint::PortForward { ns: "ns", pod: "p" }),
         ),
+        ("/stats/summary", Some(Endpoint::StatsSummary)),
+        ("/stats/summary/", Some(Endpoint::StatsSummary)),
+        ("/metrics/resource", Some(Endpoint::ResourceMetrics)),
+        ("/stats", None),
+        ("/metrics", None),
         ("/exec/ns/p", None),
         ("/exec/ns/p/u/c/extra", None),
         ("/containerLogs/ns/p", None),
@@ -299,12 +304,26 @@ async fn serves_authenticated_and_authorized_clients() {
     // Nothing listens on port 9: pod lookups fail at once, never leave the host.
     let client =
         kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+    let runtime: Arc<crate::runtime::fake::FakeRuntime> = Arc::default();
+    let stats = crate::stats::StatsProvider::new(
+        crate::stats::StatsConfig {
+            node_name: "127.0.0.1".into(),
+            root_dir: std::env::temp_dir(),
+            logs_dir: std::env::temp_dir(),
+            pods_dir: std::env::temp_dir(),
+            memory_capacity: 1 << 30,
+        },
+        runtime.clone(),
+    );
     let deps = Arc::new(Deps {
         client,
-        runtime: Arc::new(crate::runtime::fake::FakeRuntime::new()),
+        runtime: runtime.clone(),
+        stats: Arc::new(stats),
     });
     let reviewer = auth::tests::FakeReviewer::allowing(&[
         ("kube-apiserver-kubelet-client", "get", "proxy"),
+        ("kube-apiserver-kubelet-client", "get", "stats"),
+        ("kube-apiserver-kubelet-client", "get", "metrics"),
         ("system:serviceaccount:default:checker", "get", "healthz"),
     ])
     .with_token(
@@ -398,4 +417,31 @@ async fn serves_authenticated_and_authorized_clients() {
             "{path}"
         );
     }
+
+    // Stats: nodes/stats and nodes/metrics only, never proxy.
+    assert_eq!(
+        request(addr, None, "/stats/summary", &checker).await,
+        Ok((
+            403,
+            "Forbidden (user=system:serviceaccount:default:checker, verb=get, resource=nodes, subresource(s)=[stats])\n".into()
+        ))
+    );
+    let (code, body) = request(
+        addr,
+        apiserver(),
+        "/stats/summary?only_cpu_and_memory=true",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["node"]["nodeName"], "127.0.0.1");
+    assert_eq!(v["pods"], json!([]));
+    assert!(v["node"].get("fs").is_none(), "{body}");
+    let (code, body) = request(addr, apiserver(), "/metrics/resource", &[])
+        .await
+        .unwrap();
+    assert_eq!(code, 200);
+    assert!(body.ends_with("resource_scrape_error 0\n"), "{body}");
 }
