@@ -355,6 +355,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             cluster_signing_cert_file: args.data_dir.join("tls").join("server-ca.crt"),
             cluster_signing_key_file: args.data_dir.join("tls").join("server-ca.key"),
             cluster_signing_duration: berth_controllers::certificates::signer::DEFAULT_DURATION,
+            hpa: Default::default(),
         };
         let component = start_component(
             &kubeconfig,

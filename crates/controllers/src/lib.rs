@@ -18,6 +18,7 @@ pub mod history;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
+pub mod podautoscaler;
 pub mod podutil;
 pub mod replicaset;
 pub mod rootcacertpublisher;
@@ -52,6 +53,9 @@ pub struct Config {
     /// The longest certificate the signer issues (`--cluster-signing-duration`,
     /// [`certificates::signer::DEFAULT_DURATION`]).
     pub cluster_signing_duration: Duration,
+    /// The HorizontalPodAutoscaler controller's settings (upstream's
+    /// `--horizontal-pod-autoscaler-*` flags).
+    pub hpa: podautoscaler::Config,
 }
 
 /// Runs the legacy token Secret controller once its key and CA are read.
@@ -110,6 +114,7 @@ async fn run_csr_signer(client: kube::Client, config: Config) {
 
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client, config: Config) {
+    let hpa = config.hpa.clone();
     tokio::join!(
         run_token_controller(
             client.clone(),
@@ -130,6 +135,7 @@ pub async fn run_all(client: kube::Client, config: Config) {
         cronjob::run(client.clone()),
         endpoints::run(client.clone()),
         endpointslice::run(client.clone()),
+        podautoscaler::run(client.clone(), hpa),
         deployment::run(client),
     );
 }
