@@ -183,6 +183,21 @@ struct ServerArgs {
     /// Nodes per second in a partially disrupted zone of more than 50 nodes.
     #[arg(long, default_value_t = 0.01)]
     secondary_node_eviction_rate: f64,
+    /// How often every HorizontalPodAutoscaler is synced (as kube-controller-manager's flag).
+    #[arg(long, default_value = "15s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    horizontal_pod_autoscaler_sync_period: std::time::Duration,
+    /// Usage within 1 ± this of the target keeps the replica count.
+    #[arg(long, default_value_t = 0.1)]
+    horizontal_pod_autoscaler_tolerance: f64,
+    /// How long after a pod starts its CPU samples may be skipped while it is not ready.
+    #[arg(long, default_value = "5m0s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    horizontal_pod_autoscaler_cpu_initialization_period: std::time::Duration,
+    /// How long after a pod starts it is still treated as becoming ready.
+    #[arg(long, default_value = "30s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    horizontal_pod_autoscaler_initial_readiness_delay: std::time::Duration,
+    /// The scale-down stabilization window of HPAs without `behavior`.
+    #[arg(long, default_value = "5m0s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    horizontal_pod_autoscaler_downscale_stabilization: std::time::Duration,
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
@@ -355,7 +370,13 @@ async fn server(args: ServerArgs) -> Result<()> {
             cluster_signing_cert_file: args.data_dir.join("tls").join("server-ca.crt"),
             cluster_signing_key_file: args.data_dir.join("tls").join("server-ca.key"),
             cluster_signing_duration: berth_controllers::certificates::signer::DEFAULT_DURATION,
-            hpa: Default::default(),
+            hpa: berth_controllers::podautoscaler::Config {
+                sync_period: args.horizontal_pod_autoscaler_sync_period,
+                tolerance: args.horizontal_pod_autoscaler_tolerance,
+                cpu_initialization_period: args.horizontal_pod_autoscaler_cpu_initialization_period,
+                initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
+                downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
+            },
         };
         let component = start_component(
             &kubeconfig,
