@@ -75,18 +75,39 @@ impl ContainerCgroup {
         if self.v2 {
             Self::stat(&Self::read(&self.cpu.join("cpu.stat")), "usage_usec") * 1000
         } else {
-            Self::read(&self.cpu.join("cpuacct.usage")).trim().parse().unwrap_or(0)
+            Self::read(&self.cpu.join("cpuacct.usage"))
+                .trim()
+                .parse()
+                .unwrap_or(0)
         }
     }
 
     /// The working set as the kubelet computes it: usage minus inactive file pages.
     pub fn working_set(&self) -> u64 {
         let (usage, inactive) = if self.v2 {
-            let usage = Self::read(&self.memory.join("memory.current")).trim().parse().unwrap_or(0);
-            (usage, Self::stat(&Self::read(&self.memory.join("memory.stat")), "inactive_file"))
+            let usage: u64 = Self::read(&self.memory.join("memory.current"))
+                .trim()
+                .parse()
+                .unwrap_or(0);
+            (
+                usage,
+                Self::stat(
+                    &Self::read(&self.memory.join("memory.stat")),
+                    "inactive_file",
+                ),
+            )
         } else {
-            let usage = Self::read(&self.memory.join("memory.usage_in_bytes")).trim().parse().unwrap_or(0);
-            (usage, Self::stat(&Self::read(&self.memory.join("memory.stat")), "total_inactive_file"))
+            let usage: u64 = Self::read(&self.memory.join("memory.usage_in_bytes"))
+                .trim()
+                .parse()
+                .unwrap_or(0);
+            (
+                usage,
+                Self::stat(
+                    &Self::read(&self.memory.join("memory.stat")),
+                    "total_inactive_file",
+                ),
+            )
         };
         usage.saturating_sub(inactive)
     }
