@@ -580,12 +580,12 @@ spec:
     );
     let zero = bad.replace(
         "minReplicas: 5\n  maxReplicas: 2\n  metrics:\n  - type: Bogus\n",
-        "maxReplicas: 3\n  behavior: {scaleUp: {policies: []}}\n",
+        "maxReplicas: 3\n  behavior: {scaleUp: {policies: [{type: Pods, value: 0, periodSeconds: 15}]}}\n",
     );
     let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&zero));
     assert!(
         stderr(&out).contains(
-            "spec.behavior.scaleUp.policies: Required value: must specify at least one Policy"
+            "spec.behavior.scaleUp.policies[0].value: Invalid value: 0: must be greater than zero"
         ),
         "{}",
         stderr(&out)
