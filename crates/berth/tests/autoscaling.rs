@@ -138,7 +138,7 @@ metadata: {name: burn, labels: {app: burn}}
 spec:
   containers:
   - name: burn
-    image: busybox:1.36
+    image: busybox
     command: ['sh', '-c', 'while :; do :; done']
     resources: {requests: {cpu: 100m}}
 ---
@@ -148,7 +148,7 @@ metadata: {name: idle, labels: {app: idle}}
 spec:
   containers:
   - name: idle
-    image: busybox:1.36
+    image: busybox
     command: ['sleep', '3600']
 ";
 
@@ -318,7 +318,7 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: burn
-        image: busybox:1.36
+        image: busybox
         command: ['sh', '-c', 'while [ ! -f /tmp/stop ]; do :; done; exec sleep 3600']
         resources: {requests: {cpu: 100m}, limits: {cpu: 200m}}
 ---
