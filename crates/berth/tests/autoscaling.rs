@@ -190,9 +190,19 @@ fn top_matches_cgroup_accounting() {
     });
     println!("first pod metrics after {:?}", started.elapsed());
 
-    let pm = raw(&s, &format!("{path}/burn")).expect("burn metrics");
-    let end = rfc3339_ns(pm["timestamp"].as_str().unwrap());
-    let window = go_duration_ns(pm["window"].as_str().unwrap());
+    // The first window may start at the container's start, before sampling
+    // did: wait for one the samples cover.
+    let (mut pm, mut end, mut window) = (Value::Null, 0, 0);
+    wait_until(
+        Duration::from_secs(60),
+        "a window the samples cover",
+        || {
+            pm = raw(&s, &format!("{path}/burn")).expect("burn metrics");
+            end = rfc3339_ns(pm["timestamp"].as_str().unwrap());
+            window = go_duration_ns(pm["window"].as_str().unwrap());
+            burn.rate(end - window, end).is_some()
+        },
+    );
     let served = nanos(pm["containers"][0]["usage"]["cpu"].as_str().unwrap()) / 1e9;
     // The timestamp is whole seconds: the cgroup's rate is read over the same
     // window as exactly as that allows (the burner's rate is steady anyway).
