@@ -49,6 +49,8 @@ pub enum Error {
     Runtime(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error("node simulator: {0}")]
+    Sim(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

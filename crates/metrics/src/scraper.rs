@@ -114,6 +114,28 @@ impl KubeletClient {
     }
 }
 
+/// On Berth's simulated nodes: the base URL of their synthetic stats
+/// (`https://127.0.0.1:P/nodes/<name>`), served by the simulator since
+/// simulated nodes have no kubelet port.
+pub const SIM_STATS_ENDPOINT_ANNOTATION: &str = "sim.berth.dev/stats-endpoint";
+
+/// Where a node's resource metrics are scraped: its kubelet, or the
+/// simulator's endpoint for a simulated node.
+pub fn scrape_target(node: &Node) -> Option<(SocketAddr, String)> {
+    let sim = node
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SIM_STATS_ENDPOINT_ANNOTATION));
+    if let Some(url) = sim {
+        let rest = url.strip_prefix("https://")?;
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let addr = host.parse().ok()?;
+        return Some((addr, format!("/{path}/metrics/resource")));
+    }
+    Some((kubelet_addr(node)?, "/metrics/resource".to_string()))
+}
+
 /// Where a node's kubelet listens.
 pub fn kubelet_addr(node: &Node) -> Option<SocketAddr> {
     let status = node.status.as_ref()?;
@@ -144,15 +166,15 @@ fn now_ms() -> i64 {
 pub async fn scrape_all(client: &KubeletClient, nodes: &[Arc<Node>]) -> Vec<(String, Batch)> {
     let scrapes = nodes.iter().filter_map(|n| {
         let name = n.metadata.name.clone()?;
-        let addr = kubelet_addr(n);
+        let target = scrape_target(n);
         let client = client.clone();
         Some(async move {
-            let Some(addr) = addr else {
+            let Some((addr, path)) = target else {
                 debug!(node = %name, "no kubelet address; not scraped");
                 return None;
             };
             let started = now_ms();
-            match client.get(addr, "/metrics/resource").await {
+            match client.get(addr, &path).await {
                 Ok(body) => match decode::decode(&String::from_utf8_lossy(&body), started) {
                     Ok(b) => Some((name, b)),
                     Err(e) => {
@@ -227,6 +249,30 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn simulated_nodes_are_scraped_at_the_simulator() {
+        let mut n = node(&[("InternalIP", "10.40.0.1")], 10250);
+        n.metadata.annotations = Some(
+            [(
+                SIM_STATS_ENDPOINT_ANNOTATION.to_string(),
+                "https://127.0.0.1:4711/nodes/sim-node-0".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(
+            scrape_target(&n),
+            Some((
+                "127.0.0.1:4711".parse().unwrap(),
+                "/nodes/sim-node-0/metrics/resource".to_string()
+            ))
+        );
+        let real = node(&[("InternalIP", "10.0.0.1")], 10250);
+        assert_eq!(
+            scrape_target(&real).map(|t| t.1),
+            Some("/metrics/resource".to_string())
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub async fn register(client: &Client, cfg: &NodeConfig, health: &NodeHealth) ->
         }
         Err(kube::Error::Api(e)) if e.code == 409 => {
             let labels = node_labels(cfg);
-            let patch = json!({"metadata": {"labels": labels}});
+            let patch = json!({"metadata": {"labels": labels, "annotations": cfg.annotations}});
             let n = api
                 .patch(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;

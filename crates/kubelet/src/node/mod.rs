@@ -146,6 +146,8 @@ pub struct NodeConfig {
     pub numa: Vec<NumaNode>,
     /// The kubelet's port, published in `status.daemonEndpoints`.
     pub kubelet_port: i32,
+    /// Annotations set at registration besides upstream's.
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl NodeConfig {
@@ -182,6 +184,7 @@ impl NodeConfig {
             pod_cidrs: Vec::new(),
             numa: Vec::new(),
             kubelet_port: 10250,
+            annotations: BTreeMap::new(),
         }
     }
 }
@@ -396,6 +399,7 @@ pub fn node_object(cfg: &NodeConfig, health: &NodeHealth, now: Timestamp) -> Nod
                         topology::numa_annotation(&cfg.numa),
                     )
                 }))
+                .chain(cfg.annotations.clone())
                 .collect(),
             ),
             ..Default::default()

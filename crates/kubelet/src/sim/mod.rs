@@ -15,6 +15,7 @@
 
 mod pods;
 pub mod readiness;
+pub mod stats;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -59,6 +60,9 @@ pub struct SimConfig {
     pub start_delay: Duration,
     /// Upper bound on how long a deleted pod takes to stop (its grace period, capped).
     pub max_termination: Duration,
+    /// Where the nodes' synthetic stats are served (`https://127.0.0.1:P`), set
+    /// by [`Simulator::run`] once its listener is bound.
+    pub stats_base: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -75,6 +79,7 @@ impl Default for SimConfig {
             numa: Vec::new(),
             start_delay: Duration::from_secs(1),
             max_termination: Duration::from_secs(1),
+            stats_base: None,
         }
     }
 }
@@ -103,6 +108,12 @@ impl SimConfig {
         c.node_info.kernel_version = "simulated".into();
         c.node_info.container_runtime_version = "sim://0.1.0".into();
         c.pod_cidrs = vec![format!("{}.0/24", pod_subnet(i))];
+        if let Some(base) = &self.stats_base {
+            c.annotations.insert(
+                stats::STATS_ENDPOINT_ANNOTATION.to_string(),
+                format!("{base}/nodes/{}", c.name),
+            );
+        }
         c
     }
 }
@@ -120,7 +131,14 @@ fn pod_subnet(i: usize) -> String {
 pub struct Simulator;
 
 impl Simulator {
-    pub async fn run(client: Client, cfg: SimConfig) -> Result<()> {
+    pub async fn run(client: Client, mut cfg: SimConfig) -> Result<()> {
+        // The synthetic stats listener first: the nodes publish its address.
+        let stats_listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let stats_acceptor = stats::acceptor().map_err(crate::Error::Sim)?;
+        cfg.stats_base = Some(format!(
+            "https://127.0.0.1:{}",
+            stats_listener.local_addr()?.port()
+        ));
         let health = NodeHealth::default();
         let indices: Vec<usize> = (cfg.first_index..cfg.first_index + cfg.count).collect();
         let registered: Vec<(usize, Option<String>, NodeStatus)> = stream::iter(indices)
@@ -161,11 +179,16 @@ impl Simulator {
                 )
             })
             .collect();
+        let (pod_store, _pod_reflector) =
+            berth_runtime::reflect::notifying_store(&client, Arc::new(tokio::sync::Notify::new()));
+        let stats_server = Arc::new(stats::StatsServer::new(pod_store, names.clone()));
+        let stats_task = tokio::spawn(stats::serve(stats_listener, stats_acceptor, stats_server));
         let heartbeat = tokio::spawn(heartbeat(client.clone(), cfg.clone(), registered));
         tokio::spawn(readiness::run(client.clone(), names.clone()));
         let driver = pods::PodDriver::new(client, cfg, Arc::new(names), subnets);
         let res = driver.run().await;
         heartbeat.abort();
+        stats_task.abort();
         res
     }
 }
