@@ -12,7 +12,7 @@ pub const ANONYMOUS: &str = "system:anonymous";
 /// Superusers: RBAC is not consulted for members.
 pub const MASTERS: &str = "system:masters";
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct UserInfo {
     pub name: String,
     pub uid: String,

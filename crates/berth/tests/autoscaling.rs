@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use common::cgroup::ContainerCgroup;
+use common::cgroup::{ContainerCgroup, Sampler, now_ns};
 use common::{Server, stderr, wait_until};
 use serde_json::Value;
 
@@ -31,13 +30,6 @@ fn raw(s: &Server, path: &str) -> Option<Value> {
         .success()
         .then(|| serde_json::from_slice(&out.stdout).ok())
         .flatten()
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 /// A quantity's value in nano-units (`1500m`, `250000n`, `12Ki`, `3`).
@@ -66,50 +58,6 @@ fn container_id(s: &Server, pod: &str) -> String {
         .as_str()
         .expect("container id")
         .to_string()
-}
-
-/// Samples of (time ns, cumulative cpu ns) taken every 250 ms until dropped.
-struct Sampler {
-    samples: Arc<Mutex<Vec<(i64, u64)>>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Sampler {
-    fn start(cg: ContainerCgroup) -> Sampler {
-        let samples = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (out, halt) = (samples.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
-                let v = cg.cpu_ns();
-                out.lock().unwrap().push((now_ns(), v));
-                std::thread::sleep(Duration::from_millis(250));
-            }
-        });
-        Sampler { samples, stop }
-    }
-
-    /// The cumulative CPU at `t`, interpolated between samples.
-    fn at(&self, t: i64) -> Option<f64> {
-        let s = self.samples.lock().unwrap();
-        let i = s.iter().position(|(ts, _)| *ts >= t)?;
-        if i == 0 {
-            return None;
-        }
-        let ((t0, c0), (t1, c1)) = (s[i - 1], s[i]);
-        Some(c0 as f64 + (c1 as f64 - c0 as f64) * (t - t0) as f64 / (t1 - t0).max(1) as f64)
-    }
-
-    /// Cores used over [from, to].
-    fn rate(&self, from: i64, to: i64) -> Option<f64> {
-        Some((self.at(to)? - self.at(from)?) / (to - from) as f64)
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 fn rfc3339_ns(s: &str) -> i64 {

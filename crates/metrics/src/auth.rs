@@ -13,24 +13,8 @@ use std::time::{Duration, Instant};
 
 use http::HeaderMap;
 
-/// Who is asking.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct User {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl User {
-    fn anonymous() -> User {
-        User {
-            name: "system:anonymous".into(),
-            groups: vec!["system:unauthenticated".into()],
-            ..Default::default()
-        }
-    }
-}
+/// Who is asking (upstream's `user.Info`).
+pub use berth_api::user::UserInfo as User;
 
 /// What the TLS layer saw of the client.
 #[derive(Debug, Clone, PartialEq, Eq)]

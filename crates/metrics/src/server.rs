@@ -105,22 +105,6 @@ fn status(code: u16, reason: &'static str, message: String) -> Response<Body> {
     json(code, &e.body())
 }
 
-fn query(raw: Option<&str>) -> Vec<(String, String)> {
-    let dec = |s: &str| {
-        percent_encoding::percent_decode_str(&s.replace('+', " "))
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    raw.unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (dec(k), dec(v))
-        })
-        .collect()
-}
-
 /// What a request is authorized as.
 fn attributes(target: &Target<'_>, path: &str, watch: bool) -> Attributes {
     match target.resource() {
@@ -165,7 +149,7 @@ pub async fn handle(shared: &Shared, peer: &Peer, req: Request<Incoming>) -> Res
         Err(Refusal::Failed(e)) => return status(500, "InternalError", e),
         Err(_) => return status(401, "Unauthorized", "Unauthorized".into()),
     };
-    let q = query(req.uri().query());
+    let q = berth_runtime::query::pairs(req.uri().query());
     let watch = q
         .iter()
         .any(|(k, v)| k == "watch" && (v == "true" || v == "1"));

@@ -4,6 +4,7 @@
 //! - [`events`]: the core/v1 Event recorder with upstream's correlation
 //!   (repeat counting, aggregation, spam filter).
 //! - [`clock`]: time as a trait, real and fake.
+//! - [`query`]: URL query strings for the components' servers.
 //! - [`tls`]: the verifier HTTPS clients use towards self-signed kubelets.
 
 pub mod clock;
@@ -11,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod leaderelection;
 mod lru;
+pub mod query;
 pub mod reflect;
 pub mod tls;
 

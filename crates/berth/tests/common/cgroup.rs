@@ -3,6 +3,8 @@
 //! checked against.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The first directory under `root` whose name contains `id` (the runtime
 /// names a container's cgroup after its ID), searched breadth-first.
@@ -110,5 +112,67 @@ impl ContainerCgroup {
             )
         };
         usage.saturating_sub(inactive)
+    }
+}
+
+/// Now, in nanoseconds since the epoch (the clock sample times use).
+pub fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Cumulative CPU of a cgroup sampled every 100 ms, for rates over any window.
+pub struct Sampler {
+    samples: Arc<Mutex<Vec<(i64, u64)>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    pub fn start(cg: ContainerCgroup) -> Sampler {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (out, halt) = (samples.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
+                let v = cg.cpu_ns();
+                out.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((now_ns(), v));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Sampler {
+            samples,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn at(&self, t: i64) -> Option<f64> {
+        let s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let i = s.iter().position(|(ts, _)| *ts >= t)?;
+        if i == 0 {
+            return None;
+        }
+        let ((t0, c0), (t1, c1)) = (s[i - 1], s[i]);
+        Some(c0 as f64 + (c1 as f64 - c0 as f64) * (t - t0) as f64 / (t1 - t0).max(1) as f64)
+    }
+
+    /// Cores used over [from, to] (nanoseconds since the epoch).
+    pub fn rate(&self, from: i64, to: i64) -> Option<f64> {
+        Some((self.at(to)? - self.at(from)?) / (to - from) as f64)
+    }
+}
+
+impl Drop for Sampler {
+    /// Stops and waits for the thread, so it never reads a removed cgroup.
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }

@@ -369,7 +369,9 @@ fn insecure_tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
             Ok(Arc::new(
                 builder
                     .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(berth_runtime::tls::AnyServerCert(provider)))
+                    .with_custom_certificate_verifier(Arc::new(berth_runtime::tls::AnyServerCert(
+                        provider,
+                    )))
                     .with_no_client_auth(),
             ))
         })

@@ -217,22 +217,7 @@ impl KubeletServer {
     }
 }
 
-/// Query parameters in order, repeated ones kept (`command=a&command=b`).
-pub fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
-    let dec = |s: &str| {
-        percent_encoding::percent_decode_str(&s.replace('+', " "))
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    raw.unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (dec(k), dec(v))
-        })
-        .collect()
-}
+pub use berth_runtime::query::pairs as query_pairs;
 
 fn first<'a>(q: &'a [(String, String)], k: &str) -> Option<&'a str> {
     q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
