@@ -479,6 +479,23 @@ fn hpa_behavior_scenario() {
         "AGE"
     ]));
     assert!(out.contains("cpu: 0%/50%"), "{out}");
+    // The same object through every served version: v1 carries the CPU figure
+    // in its own fields, v2beta2 (the seed's version) the v2 ones.
+    let base = "/apis/autoscaling/{v}/namespaces/default/horizontalpodautoscalers/burn";
+    let v1 = raw(&s, &base.replace("{v}", "v1")).expect("v1");
+    assert_eq!(v1["status"]["currentCPUUtilizationPercentage"], 0, "{v1}");
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert_eq!(v1["status"]["currentReplicas"], 1);
+    let beta = raw(&s, &base.replace("{v}", "v2beta2")).expect("v2beta2");
+    assert_eq!(beta["apiVersion"], "autoscaling/v2beta2");
+    assert_eq!(
+        beta["spec"]["behavior"]["scaleUp"]["policies"][0]["value"],
+        2
+    );
+    assert_eq!(
+        beta["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"],
+        0
+    );
 }
 
 #[test]
