@@ -644,3 +644,87 @@ spec:
     ]);
     assert!(events.contains("FailedGetScale"), "{events}");
 }
+
+#[test]
+fn simulated_usage_drives_top_and_hpa() {
+    // Simulated pods report what their annotations say; the metrics server
+    // scrapes the simulator's endpoint like a kubelet (every 5 s here).
+    let s = Server::start_with(
+        common::temp_dir("hpa-sim"),
+        &["--simulate-nodes", "2", "--metric-resolution", "5s"],
+    );
+    apply(
+        &s,
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sim}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: sim}}
+  template:
+    metadata:
+      labels: {app: sim}
+      annotations: {sim.berth.dev/cpu: 250m, sim.berth.dev/memory: 64Mi}
+    spec:
+      containers:
+      - {name: app, image: nginx, resources: {requests: {cpu: 100m}}}
+",
+    );
+    let pods = "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods";
+    wait_until(Duration::from_secs(60), "simulated pod metrics", || {
+        raw(&s, pods).is_some_and(|l| l["items"].as_array().is_some_and(|i| i.len() == 1))
+    });
+    let pm = raw(&s, pods).unwrap();
+    let usage = &pm["items"][0]["containers"][0]["usage"];
+    println!("{usage}");
+    let cpu = nanos(usage["cpu"].as_str().unwrap()) / 1e9;
+    assert!((cpu - 0.25).abs() < 0.0125, "250m within 5 %: {cpu}");
+    assert_eq!(usage["memory"], "64Mi");
+    let top = s.k(&["top", "pod", "--no-headers"]);
+    assert!(
+        top.split_whitespace().nth(1) == Some("250m") || top.contains("249m"),
+        "{top}"
+    );
+    assert!(top.contains("64Mi"), "{top}");
+    let nodes = s.k(&["top", "node", "--no-headers"]);
+    assert_eq!(nodes.lines().count(), 2, "{nodes}");
+
+    // 250 % of the request against a 50 % target: without `behavior` the
+    // first step is upstream's max(2 × current, 4), capped at maxReplicas.
+    apply(
+        &s,
+        "apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: sim}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: sim}
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+",
+    );
+    wait_until(Duration::from_secs(60), "scaled to 4", || {
+        s.k(&[
+            "get",
+            "deployment",
+            "sim",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ]) == "4"
+    });
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=sim,reason=SuccessfulRescale",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ]);
+    assert!(
+        events.contains(
+            "New size: 4; reason: cpu resource utilization (percentage of request) above target"
+        ),
+        "{events}"
+    );
+}
