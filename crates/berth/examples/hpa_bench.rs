@@ -13,13 +13,14 @@
 //!    every HPA has scaled its Deployment.
 //!
 //! cargo build --release -p berth --bins --examples && ./target/release/examples/hpa_bench
-//! (BERTH_HPA_COUNT, default 1000; BERTH_HPA_NODES, default 20)
+//! (BERTH_HPA_COUNT, default 1000; BERTH_HPA_NODES, default 20; BERTH_HPA_PER_NAMESPACE,
+//! default 20: the Deployments and HPAs are spread over namespaces, as tenants' are)
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
 mod bench_common;
@@ -103,6 +104,8 @@ async fn get_insecure(url: &str) -> anyhow::Result<(Duration, String)> {
 async fn main() -> anyhow::Result<()> {
     let count = env("BERTH_HPA_COUNT", 1000);
     let nodes = env("BERTH_HPA_NODES", 20);
+    let per_ns = env("BERTH_HPA_PER_NAMESPACE", 20).max(1);
+    let ns_of = move |i: usize| format!("ns-{}", i / per_ns);
     let server = bench_common::BenchServer::start(
         "hpa-bench",
         &[
@@ -125,13 +128,31 @@ async fn main() -> anyhow::Result<()> {
     })
     .await?;
 
+    // The namespaces, each with the `default` ServiceAccount pods need.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns_count = count.div_ceil(per_ns);
+    for n in 0..ns_count {
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": format!("ns-{n}")}}))?;
+        namespaces.create(&PostParams::default(), &ns).await?;
+    }
+    for n in 0..ns_count {
+        let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(client.clone(), &format!("ns-{n}"));
+        wait_for(
+            "default ServiceAccounts",
+            Duration::from_secs(60),
+            async || sas.get_opt("default").await.ok().flatten().is_some(),
+        )
+        .await?;
+    }
     // The pods: spread evenly, the first node holding 100 of them for part 1.
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let deployments: Api<Deployment> = Api::all(client.clone());
     let first = 100.min(count);
     {
-        let d = deployments.clone();
+        let c = client.clone();
         concurrently(count, 32, move |i| {
-            let d = d.clone();
+            let d: Api<Deployment> = Api::namespaced(c.clone(), &ns_of(i));
             async move {
                 let node = if i < first {
                     0
@@ -148,7 +169,7 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
     }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::all(client.clone());
     let took = wait_for("every pod running", Duration::from_secs(600), async || {
         pods.list(&ListParams::default())
             .await
@@ -208,7 +229,7 @@ async fn main() -> anyhow::Result<()> {
         async || {
             let raw = client
                 .request_text(
-                    http::Request::get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods")
+                    http::Request::get("/apis/metrics.k8s.io/v1beta1/pods")
                         .body(vec![])
                         .unwrap_or_default(),
                 )
@@ -223,18 +244,16 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let base = cpu_per_period(pid, 4).await;
     println!("server CPU per 15 s period, {count} pods, no HPAs: {base:.3} s");
-    let hpas: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("autoscaling", "v2", "HorizontalPodAutoscaler"),
-            "horizontalpodautoscalers",
-        ),
+    let hpa_resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("autoscaling", "v2", "HorizontalPodAutoscaler"),
+        "horizontalpodautoscalers",
     );
+    let hpas: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &hpa_resource);
     {
-        let h = hpas.clone();
+        let c = client.clone();
         concurrently(count, 32, move |i| {
-            let h = h.clone();
+            let h: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(c.clone(), &ns_of(i), &hpa_resource);
             async move {
                 let obj: kube::api::DynamicObject =
                     serde_json::from_value(hpa(&format!("app-{i}")))?;
@@ -277,20 +296,22 @@ async fn main() -> anyhow::Result<()> {
     // 60 %): each HPA scales its Deployment to its maximum, 3.
     let changed = Instant::now();
     let list = pods.list(&ListParams::default()).await?;
-    let names: Vec<String> = list
+    let names: Vec<(String, String)> = list
         .items
         .iter()
-        .filter_map(|p| p.metadata.name.clone())
+        .filter_map(|p| Some((p.metadata.namespace.clone()?, p.metadata.name.clone()?)))
         .collect();
     {
-        let p = pods.clone();
+        let c = client.clone();
         let names = std::sync::Arc::new(names);
         concurrently(names.len(), 32, move |i| {
-            let (p, names) = (p.clone(), names.clone());
+            let (c, names) = (c.clone(), names.clone());
             async move {
+                let (ns, name) = &names[i];
+                let p: Api<Pod> = Api::namespaced(c, ns);
                 let patch =
                     serde_json::json!({"metadata": {"annotations": {"sim.berth.dev/cpu": "200m"}}});
-                p.patch(&names[i], &PatchParams::default(), &Patch::Merge(&patch))
+                p.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
                 Ok(())
             }
@@ -306,9 +327,12 @@ async fn main() -> anyhow::Result<()> {
             if let Ok(l) = deployments.list(&ListParams::default()).await {
                 for d in l.items {
                     if d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0) > 1 {
-                        first_seen
-                            .entry(d.metadata.name.unwrap_or_default())
-                            .or_insert_with(|| changed.elapsed());
+                        let key = format!(
+                            "{}/{}",
+                            d.metadata.namespace.unwrap_or_default(),
+                            d.metadata.name.unwrap_or_default()
+                        );
+                        first_seen.entry(key).or_insert_with(|| changed.elapsed());
                     }
                 }
             }

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -107,23 +107,43 @@ pub async fn run(client: kube::Client, config: Config) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut watched = Watched::default();
     loop {
+        // Watch events first: a sync must start from the latest object, or
+        // its status write conflicts with the one the previous round made.
         tokio::select! {
-            _ = tick.tick() => {
-                controller.cluster().begin_sync();
-                let all: Vec<HorizontalPodAutoscaler> = watched.hpas.values().cloned().collect();
-                for hpa in &all {
-                    sync(&mut controller, &mut watched, hpa).await;
-                }
-            }
+            biased;
             event = stream.next() => match event {
                 None => return,
-                Some(Err(e)) => warn!(error = %e, "watching HorizontalPodAutoscalers"),
-                Some(Ok(event)) => {
-                    if let Some(changed) = apply(&mut controller, &mut watched, event) {
-                        sync(&mut controller, &mut watched, &changed).await;
+                Some(event) => on_event(&mut controller, &mut watched, event).await,
+            },
+            _ = tick.tick() => {
+                controller.cluster().begin_sync();
+                let keys: Vec<String> = watched.hpas.keys().cloned().collect();
+                for key in keys {
+                    // What the watch delivered during this round (the statuses
+                    // it wrote, spec changes) before the next HPA's sync.
+                    while let Some(Some(event)) = stream.next().now_or_never() {
+                        on_event(&mut controller, &mut watched, event).await;
+                    }
+                    if let Some(hpa) = watched.hpas.get(&key).cloned() {
+                        sync(&mut controller, &mut watched, &hpa).await;
                     }
                 }
-            },
+            }
+        }
+    }
+}
+
+async fn on_event<M: MetricsClient, C: Cluster, E: EventRecorder>(
+    controller: &mut HorizontalController<M, C, E>,
+    watched: &mut Watched,
+    event: Result<watcher::Event<HorizontalPodAutoscaler>, watcher::Error>,
+) {
+    match event {
+        Err(e) => warn!(error = %e, "watching HorizontalPodAutoscalers"),
+        Ok(event) => {
+            if let Some(changed) = apply(controller, watched, event) {
+                sync(controller, watched, &changed).await;
+            }
         }
     }
 }
