@@ -198,6 +198,9 @@ struct ServerArgs {
     /// The scale-down stabilization window of HPAs without `behavior`.
     #[arg(long, default_value = "5m0s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
     horizontal_pod_autoscaler_downscale_stabilization: std::time::Duration,
+    /// How many HorizontalPodAutoscalers are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_horizontal_pod_autoscaler_syncs: usize,
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
@@ -376,6 +379,7 @@ async fn server(args: ServerArgs) -> Result<()> {
                 cpu_initialization_period: args.horizontal_pod_autoscaler_cpu_initialization_period,
                 initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
                 downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
+                concurrent_syncs: args.concurrent_horizontal_pod_autoscaler_syncs,
             },
         };
         let component = start_component(

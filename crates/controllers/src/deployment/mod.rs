@@ -924,6 +924,11 @@ impl Sync {
         if rollout {
             progress::rollout_conditions(&self.d, self.new_rs.as_ref(), &mut st);
         }
+        // Unchanged: no write, as upstream's syncDeploymentStatus (an idle
+        // cluster would otherwise patch every Deployment at every resync).
+        if self.d.status.as_ref() == Some(&st) {
+            return Ok(());
+        }
         let api: Api<Deployment> = Api::namespaced(
             self.client.clone(),
             self.d.metadata.namespace.as_deref().unwrap_or_default(),

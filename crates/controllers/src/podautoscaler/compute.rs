@@ -100,7 +100,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
 
     /// Upstream's computeReplicasForMetrics.
     pub(super) async fn compute_replicas_for_metrics(
-        &mut self,
+        &self,
         hpa: &mut HorizontalPodAutoscaler,
         scale: &Scale,
         specs: &[MetricSpec],
@@ -206,7 +206,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
     /// set and valid, and its pods must not be selected by another HPA.
     /// Returns the selector and the pods it selects.
     async fn validate_and_parse_selector(
-        &mut self,
+        &self,
         hpa: &mut HorizontalPodAutoscaler,
         raw: &str,
         now: Timestamp,
@@ -246,7 +246,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
         };
         let key = super::key_of(hpa);
         // Only HPAs the controller knows of (not deleted meanwhile) count.
-        if let Some(slot) = self.selectors.get_mut(&key) {
+        if let Some(slot) = super::horizontal::lock(&self.selectors).get_mut(&key) {
             *slot = parsed.clone();
         }
         let ns = namespace(hpa);
@@ -276,8 +276,8 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
     /// sorted) whose last known selector matches one of `pods`.
     fn hpas_controlling(&self, namespace: &str, pods: &[Pod]) -> Vec<String> {
         let empty = std::collections::BTreeMap::new();
-        let mut found: Vec<String> = self
-            .selectors
+        let selectors = super::horizontal::lock(&self.selectors);
+        let mut found: Vec<String> = selectors
             .iter()
             .filter(|(key, _)| key.split_once('/').is_some_and(|(ns, _)| ns == namespace))
             .filter(|(_, sel)| {

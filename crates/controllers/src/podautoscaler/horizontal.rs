@@ -3,7 +3,7 @@
 //! then the status and events upstream writes.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::autoscaling::v2::{
     HorizontalPodAutoscaler, HorizontalPodAutoscalerStatus, MetricStatus,
@@ -36,10 +36,17 @@ pub struct HorizontalController<M, C, E> {
     pub(super) config: Config,
     pub(super) calc: ReplicaCalculator,
     clock: Arc<dyn Clock>,
-    histories: HashMap<String, History>,
+    /// Locked only between awaits: syncs of different HPAs run concurrently
+    /// (upstream's `--concurrent-horizontal-pod-autoscaler-syncs` workers).
+    histories: Mutex<HashMap<String, History>>,
     /// Upstream's hpaSelectors: every known HPA's last parsed selector
     /// ("nothing" until its first sync), to refuse overlapping HPAs.
-    pub(super) selectors: HashMap<String, LabelSelector>,
+    pub(super) selectors: Mutex<HashMap<String, LabelSelector>>,
+}
+
+/// A lock that survives a panicked holder (the maps stay usable).
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Upstream's ParseGroupVersion: `v1`, `apps/v1`; more slashes are refused.
@@ -66,8 +73,8 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
             events,
             config,
             clock,
-            histories: HashMap::new(),
-            selectors: HashMap::new(),
+            histories: Mutex::new(HashMap::new()),
+            selectors: Mutex::new(HashMap::new()),
         }
     }
 
@@ -76,23 +83,23 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
     }
 
     /// What the controller remembers of an HPA, if anything.
-    pub fn history(&self, key: &str) -> Option<&History> {
-        self.histories.get(key)
+    pub fn history(&self, key: &str) -> Option<History> {
+        lock(&self.histories).get(key).cloned()
     }
 
     /// Upstream's enqueueHPA: an HPA it now knows of (selecting nothing
     /// until it is synced).
-    pub fn register(&mut self, key: &str) {
-        self.selectors
+    pub fn register(&self, key: &str) {
+        lock(&self.selectors)
             .entry(key.to_string())
             .or_insert_with(LabelSelector::nothing);
     }
 
     /// Upstream's deleteHPA and reconcileKey of a deleted HPA: its history
     /// and selector are dropped.
-    pub fn forget(&mut self, key: &str) {
-        self.selectors.remove(key);
-        self.histories.remove(key);
+    pub fn forget(&self, key: &str) {
+        lock(&self.selectors).remove(key);
+        lock(&self.histories).remove(key);
     }
 
     pub(super) fn set_condition(
@@ -131,7 +138,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
     /// Upstream's reconcileAutoscaler for one HPA. An error is returned
     /// (and logged by the caller) after the status has been written.
     pub async fn reconcile_autoscaler(
-        &mut self,
+        &self,
         shared: &HorizontalPodAutoscaler,
     ) -> Result<(), String> {
         let now = self.clock.now();
@@ -186,7 +193,11 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
             now,
         );
         let current = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        record_initial_recommendation(self.histories.entry(key.clone()).or_default(), current, now);
+        record_initial_recommendation(
+            lock(&self.histories).entry(key.clone()).or_default(),
+            current,
+            now,
+        );
 
         let min_replicas = spec.min_replicas.unwrap_or(1);
         let mut statuses: Option<Vec<MetricStatus>> = None;
@@ -315,9 +326,8 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
                     ),
                 )
             });
-            let history = self.histories.entry(key.clone()).or_default();
             store_scale_event(
-                history,
+                lock(&self.histories).entry(key.clone()).or_default(),
                 behavior.as_ref().map(|(u, d)| (u, d)),
                 current,
                 desired,
@@ -340,7 +350,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
 
     /// Upstream's normalizeDesiredReplicas (no behavior).
     fn normalize_desired_replicas(
-        &mut self,
+        &self,
         hpa: &mut HorizontalPodAutoscaler,
         key: &str,
         current: i32,
@@ -349,9 +359,11 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
         now: Timestamp,
     ) -> i32 {
         let window = self.config.downscale_stabilization;
-        let history = self.histories.entry(key.to_string()).or_default();
-        let stabilized =
-            stabilize_recommendation(&mut history.recommendations, now, window, prenormalized);
+        let stabilized = {
+            let mut histories = lock(&self.histories);
+            let history = histories.entry(key.to_string()).or_default();
+            stabilize_recommendation(&mut history.recommendations, now, window, prenormalized)
+        };
         if stabilized != prenormalized {
             self.set_condition(
                 hpa,
@@ -388,7 +400,7 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
     /// Upstream's normalizeDesiredReplicasWithBehaviors: stabilization
     /// windows per direction, then the policies' rate.
     fn normalize_desired_replicas_with_behaviors(
-        &mut self,
+        &self,
         hpa: &mut HorizontalPodAutoscaler,
         key: &str,
         current: i32,
@@ -409,12 +421,23 @@ impl<M: MetricsClient, C: Cluster, E: EventRecorder> HorizontalController<M, C, 
             current_replicas: current,
             desired_replicas: prenormalized,
         };
-        let history = self.histories.entry(key.to_string()).or_default();
-        let (stabilized, reason, message) =
-            stabilize_recommendation_with_behaviors(&mut history.recommendations, now, &args);
-        args.desired_replicas = stabilized;
-        let (desired, limit_reason, limit_message) =
-            convert_desired_replicas_with_behavior_rate(history, &args, now);
+        let (stabilized, reason, message, desired, limit_reason, limit_message) = {
+            let mut histories = lock(&self.histories);
+            let history = histories.entry(key.to_string()).or_default();
+            let (stabilized, reason, message) =
+                stabilize_recommendation_with_behaviors(&mut history.recommendations, now, &args);
+            args.desired_replicas = stabilized;
+            let (desired, limit_reason, limit_message) =
+                convert_desired_replicas_with_behavior_rate(history, &args, now);
+            (
+                stabilized,
+                reason,
+                message,
+                desired,
+                limit_reason,
+                limit_message,
+            )
+        };
         if stabilized != prenormalized {
             self.set_condition(hpa, ABLE_TO_SCALE, true, reason, message, now);
         } else {

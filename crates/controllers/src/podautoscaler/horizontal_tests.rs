@@ -41,7 +41,7 @@ fn world() -> World {
     let cluster = FakeCluster::new();
     let events = FakeEvents::default();
     let clock = Arc::new(FakeClock::default());
-    let mut controller = HorizontalController::new(
+    let controller = HorizontalController::new(
         metrics.clone(),
         cluster.clone(),
         events.clone(),
@@ -529,7 +529,7 @@ async fn selector_problems_stop_scaling() {
     let mut w = world();
     w.deployment(3, &[300, 500, 700]);
     w.controller.register("test-namespace/other");
-    w.controller.selectors.insert(
+    w.controller.selectors.lock().unwrap().insert(
         "test-namespace/other".into(),
         LabelSelector::parse("app=web").unwrap_or_default(),
     );
@@ -712,7 +712,7 @@ async fn behavior_policies_limit_the_rate() {
     w.sync(&w.written()).await.ok();
     assert_eq!(w.cluster.scale_writes(), vec![4, 5]);
     // The first event, older than the longest period, was reused.
-    let history = w.controller.history(KEY).cloned().unwrap_or_default();
+    let history = w.controller.history(KEY).unwrap_or_default();
     let events: Vec<(i32, Timestamp)> = history
         .scale_up_events
         .iter()

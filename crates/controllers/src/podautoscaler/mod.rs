@@ -54,6 +54,8 @@ pub struct Config {
     pub initial_readiness_delay: Duration,
     /// `--horizontal-pod-autoscaler-downscale-stabilization`.
     pub downscale_stabilization: Duration,
+    /// `--concurrent-horizontal-pod-autoscaler-syncs`: HPAs synced at once.
+    pub concurrent_syncs: usize,
 }
 
 impl Default for Config {
@@ -64,6 +66,7 @@ impl Default for Config {
             cpu_initialization_period: Duration::from_secs(5 * 60),
             initial_readiness_delay: Duration::from_secs(30),
             downscale_stabilization: Duration::from_secs(5 * 60),
+            concurrent_syncs: 5,
         }
     }
 }
@@ -92,7 +95,7 @@ pub async fn run(client: kube::Client, config: Config) {
         client.clone(),
         EventSource::new("horizontal-pod-autoscaler", ""),
     );
-    let mut controller = HorizontalController::new(
+    let controller = HorizontalController::new(
         KubeMetricsClient::new(client.clone()),
         KubeCluster::new(client.clone()),
         events,
@@ -113,28 +116,29 @@ pub async fn run(client: kube::Client, config: Config) {
             biased;
             event = stream.next() => match event {
                 None => return,
-                Some(event) => on_event(&mut controller, &mut watched, event).await,
+                Some(event) => on_event(&controller, &mut watched, event).await,
             },
             _ = tick.tick() => {
-                controller.cluster().begin_sync();
-                let keys: Vec<String> = watched.hpas.keys().cloned().collect();
-                for key in keys {
-                    // What the watch delivered during this round (the statuses
-                    // it wrote, spec changes) before the next HPA's sync.
-                    while let Some(Some(event)) = stream.next().now_or_never() {
-                        on_event(&mut controller, &mut watched, event).await;
-                    }
-                    if let Some(hpa) = watched.hpas.get(&key).cloned() {
-                        sync(&mut controller, &mut watched, &hpa).await;
-                    }
+                // What the watch delivered since (the statuses the last round
+                // wrote, spec changes), then every HPA, a few at a time.
+                while let Some(Some(event)) = stream.next().now_or_never() {
+                    on_event(&controller, &mut watched, event).await;
                 }
+                controller.cluster().begin_sync();
+                let all: Vec<HorizontalPodAutoscaler> = watched.hpas.values().cloned().collect();
+                for hpa in &all {
+                    watched.synced_generation.insert(key_of(hpa), hpa.metadata.generation);
+                }
+                futures::stream::iter(&all)
+                    .for_each_concurrent(config.concurrent_syncs.max(1), |hpa| reconcile(&controller, hpa))
+                    .await;
             }
         }
     }
 }
 
 async fn on_event<M: MetricsClient, C: Cluster, E: EventRecorder>(
-    controller: &mut HorizontalController<M, C, E>,
+    controller: &HorizontalController<M, C, E>,
     watched: &mut Watched,
     event: Result<watcher::Event<HorizontalPodAutoscaler>, watcher::Error>,
 ) {
@@ -151,7 +155,7 @@ async fn on_event<M: MetricsClient, C: Cluster, E: EventRecorder>(
 /// Applies a watch event; returns an HPA whose spec changed since it was
 /// last synced, to sync now rather than at the next period.
 fn apply<M: MetricsClient, C: Cluster, E: EventRecorder>(
-    controller: &mut HorizontalController<M, C, E>,
+    controller: &HorizontalController<M, C, E>,
     watched: &mut Watched,
     event: watcher::Event<HorizontalPodAutoscaler>,
 ) -> Option<HorizontalPodAutoscaler> {
@@ -199,16 +203,22 @@ fn apply<M: MetricsClient, C: Cluster, E: EventRecorder>(
 }
 
 async fn sync<M: MetricsClient, C: Cluster, E: EventRecorder>(
-    controller: &mut HorizontalController<M, C, E>,
+    controller: &HorizontalController<M, C, E>,
     watched: &mut Watched,
     hpa: &HorizontalPodAutoscaler,
 ) {
-    let key = key_of(hpa);
     watched
         .synced_generation
-        .insert(key.clone(), hpa.metadata.generation);
+        .insert(key_of(hpa), hpa.metadata.generation);
+    reconcile(controller, hpa).await;
+}
+
+async fn reconcile<M: MetricsClient, C: Cluster, E: EventRecorder>(
+    controller: &HorizontalController<M, C, E>,
+    hpa: &HorizontalPodAutoscaler,
+) {
     if let Err(e) = controller.reconcile_autoscaler(hpa).await {
-        warn!(hpa = %key, error = %e, "horizontal pod autoscaler sync failed");
+        warn!(hpa = %key_of(hpa), error = %e, "horizontal pod autoscaler sync failed");
     }
 }
 
@@ -233,7 +243,7 @@ mod tests {
 
     #[test]
     fn watch_events_sync_only_spec_changes() {
-        let mut c = HorizontalController::new(
+        let c = HorizontalController::new(
             FakeMetricsClient::new(),
             FakeCluster::new(),
             FakeEvents::default(),
@@ -243,33 +253,33 @@ mod tests {
         let mut w = Watched::default();
         let name = |h: Option<HorizontalPodAutoscaler>| h.and_then(|h| h.metadata.name);
         // The initial list is synced by the period, not at once.
-        assert!(apply(&mut c, &mut w, watcher::Event::Init).is_none());
-        assert!(apply(&mut c, &mut w, watcher::Event::InitApply(hpa("a", 1))).is_none());
-        assert!(apply(&mut c, &mut w, watcher::Event::InitApply(hpa("b", 1))).is_none());
-        assert!(apply(&mut c, &mut w, watcher::Event::InitDone).is_none());
+        assert!(apply(&c, &mut w, watcher::Event::Init).is_none());
+        assert!(apply(&c, &mut w, watcher::Event::InitApply(hpa("a", 1))).is_none());
+        assert!(apply(&c, &mut w, watcher::Event::InitApply(hpa("b", 1))).is_none());
+        assert!(apply(&c, &mut w, watcher::Event::InitDone).is_none());
         assert_eq!(
             w.hpas.keys().cloned().collect::<Vec<_>>(),
             vec!["ns/a", "ns/b"]
         );
-        assert!(c.selectors.contains_key("ns/a"));
+        assert!(c.selectors.lock().unwrap().contains_key("ns/a"));
         // Never synced, or a new generation: sync now.
         assert_eq!(
-            name(apply(&mut c, &mut w, watcher::Event::Apply(hpa("a", 1)))),
+            name(apply(&c, &mut w, watcher::Event::Apply(hpa("a", 1)))),
             Some("a".into())
         );
         w.synced_generation.insert("ns/a".into(), Some(1));
         // Our own status write (same generation): wait for the period.
-        assert!(apply(&mut c, &mut w, watcher::Event::Apply(hpa("a", 1))).is_none());
+        assert!(apply(&c, &mut w, watcher::Event::Apply(hpa("a", 1))).is_none());
         assert_eq!(
-            name(apply(&mut c, &mut w, watcher::Event::Apply(hpa("a", 2)))),
+            name(apply(&c, &mut w, watcher::Event::Apply(hpa("a", 2)))),
             Some("a".into())
         );
         // Deleted, or gone from a relist: forgotten.
-        assert!(apply(&mut c, &mut w, watcher::Event::Delete(hpa("a", 2))).is_none());
-        assert!(!c.selectors.contains_key("ns/a") && !w.hpas.contains_key("ns/a"));
-        apply(&mut c, &mut w, watcher::Event::Init);
-        apply(&mut c, &mut w, watcher::Event::InitDone);
-        assert!(w.hpas.is_empty() && !c.selectors.contains_key("ns/b"));
+        assert!(apply(&c, &mut w, watcher::Event::Delete(hpa("a", 2))).is_none());
+        assert!(!c.selectors.lock().unwrap().contains_key("ns/a") && !w.hpas.contains_key("ns/a"));
+        apply(&c, &mut w, watcher::Event::Init);
+        apply(&c, &mut w, watcher::Event::InitDone);
+        assert!(w.hpas.is_empty() && !c.selectors.lock().unwrap().contains_key("ns/b"));
     }
 
     #[test]
