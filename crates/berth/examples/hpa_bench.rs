@@ -242,6 +242,8 @@ async fn main() -> anyhow::Result<()> {
         },
     )
     .await?;
+    // Let the Deployments' rollouts settle before the baseline.
+    tokio::time::sleep(Duration::from_secs(30)).await;
     let base = cpu_per_period(pid, 4).await;
     println!("server CPU per 15 s period, {count} pods, no HPAs: {base:.3} s");
     let hpa_resource = kube::api::ApiResource::from_gvk_with_plural(
