@@ -200,9 +200,20 @@ impl Cluster for KubeCluster {
         let ns = hpa.metadata.namespace.clone().unwrap_or_default();
         let name = hpa.metadata.name.clone().unwrap_or_default();
         let api: Api<HorizontalPodAutoscaler> = Api::namespaced(self.client.clone(), &ns);
-        api.replace_status(&name, &PostParams::default(), hpa)
-            .await
-            .map(|_| ())
-            .map_err(|e| kube_text(&e))
+        match api.replace_status(&name, &PostParams::default(), hpa).await {
+            Ok(_) => Ok(()),
+            // The watch had not yet delivered this controller's previous
+            // write (or a spec change): the status just computed still
+            // holds, so it goes onto the latest object once.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                let mut latest = api.get(&name).await.map_err(|e| kube_text(&e))?;
+                latest.status = hpa.status.clone();
+                api.replace_status(&name, &PostParams::default(), &latest)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| kube_text(&e))
+            }
+            Err(e) => Err(kube_text(&e)),
+        }
     }
 }
