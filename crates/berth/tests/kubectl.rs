@@ -51,12 +51,25 @@ fn discovery_version_and_fresh_cluster() {
             "{ns}"
         );
     }
-    // A fresh cluster holds only the API server's own Service, as upstream.
+    // A fresh cluster holds the API server's own Service and, as k3s's bundled
+    // metrics-server, the metrics server's selector-less one.
     let all = s.kubectl(&["get", "all", "-A"]);
     assert!(all.status.success(), "{}", stderr(&all));
     let rows_text = stdout(&all);
     let rows: Vec<&str> = rows_text.lines().skip(1).collect();
-    assert_eq!(rows.len(), 1, "{rows_text}");
+    assert_eq!(rows.len(), 2, "{rows_text}");
+    let metrics: Vec<&str> = rows[1].split_whitespace().collect();
+    assert_eq!(
+        [metrics[0], metrics[1], metrics[2], metrics[4], metrics[5]],
+        [
+            "kube-system",
+            "service/metrics-server",
+            "ClusterIP",
+            "<none>",
+            "443/TCP"
+        ],
+        "{rows_text}"
+    );
     let cols: Vec<&str> = rows[0].split_whitespace().collect();
     assert_eq!(
         &cols[..6],
