@@ -451,12 +451,19 @@ fn cluster_ips_and_node_ports() {
     s.k(&["delete", "svc", "fixed"]);
     assert!(create("again", &["--clusterip=10.43.0.5"]).status.success());
 
+    // Every namespace's: the metrics server's Service holds an address too.
     let ips = |s: &Server| -> BTreeSet<String> {
-        s.k(&["get", "svc", "-o", "jsonpath={.items[*].spec.clusterIP}"])
-            .split_whitespace()
-            .filter(|ip| *ip != "None")
-            .map(String::from)
-            .collect()
+        s.k(&[
+            "get",
+            "svc",
+            "-A",
+            "-o",
+            "jsonpath={.items[*].spec.clusterIP}",
+        ])
+        .split_whitespace()
+        .filter(|ip| *ip != "None")
+        .map(String::from)
+        .collect()
     };
     let before = ips(&s);
     let mut s = s.restart();
