@@ -59,17 +59,8 @@ pub struct KubeletClient {
 
 impl KubeletClient {
     pub fn new(cert_pem: &str, key_pem: &str) -> anyhow::Result<Self> {
-        let certs =
-            rustls_pemfile::certs(&mut cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>()?;
-        let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?
-            .ok_or_else(|| anyhow::anyhow!("no kubelet client key"))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServerCert(provider)))
-            .with_client_auth_cert(certs, key)?;
-        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let cfg = berth_runtime::tls::kubelet_client_config(cert_pem, key_pem)
+            .map_err(|e| anyhow::anyhow!("kubelet client certificate: {e}"))?;
         Ok(KubeletClient {
             tls: TlsConnector::from(Arc::new(cfg)),
         })

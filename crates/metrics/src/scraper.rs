@@ -43,22 +43,8 @@ pub struct KubeletClient {
 
 impl KubeletClient {
     pub fn new(cert_pem: &str, key_pem: &str, timeout: Duration) -> Result<Self, ClientError> {
-        let err = |e: &dyn std::fmt::Display| ClientError::Certificate(e.to_string());
-        let certs = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| err(&e))?;
-        let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-            .map_err(|e| err(&e))?
-            .ok_or_else(|| ClientError::Certificate("no private key".into()))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| err(&e))?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(berth_runtime::tls::AnyServerCert(provider)))
-            .with_client_auth_cert(certs, key)
-            .map_err(|e| err(&e))?;
-        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let cfg = berth_runtime::tls::kubelet_client_config(cert_pem, key_pem)
+            .map_err(ClientError::Certificate)?;
         Ok(KubeletClient {
             tls: TlsConnector::from(Arc::new(cfg)),
             timeout,

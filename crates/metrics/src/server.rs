@@ -61,19 +61,13 @@ pub fn tls_config(
     .allow_unauthenticated()
     .build()
     .map_err(|e| tls(&e))?;
-    let key = rcgen::KeyPair::generate().map_err(|e| tls(&e))?;
-    let mut params = rcgen::CertificateParams::new(sans.to_vec()).map_err(|e| tls(&e))?;
-    params.distinguished_name.push(
-        rcgen::DnType::CommonName,
-        format!("metrics-server@{}", chrono::Utc::now().timestamp()),
-    );
-    let cert = params.self_signed(&key).map_err(|e| tls(&e))?;
-    let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let (cert, key_der) =
+        berth_runtime::tls::self_signed(sans, "metrics-server").map_err(TlsError)?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| tls(&e))?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(vec![cert.der().clone()], key_der)
+        .with_single_cert(vec![cert], key_der)
         .map_err(|e| tls(&e))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(cfg)

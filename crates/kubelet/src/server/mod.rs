@@ -83,18 +83,11 @@ fn tls_config(client_ca_pem: &str, sans: &[String]) -> Result<rustls::ServerConf
         .allow_unauthenticated()
         .build()
         .map_err(|e| tls(&e))?;
-    let key = rcgen::KeyPair::generate().map_err(|e| tls(&e))?;
-    let mut params = rcgen::CertificateParams::new(sans.to_vec()).map_err(|e| tls(&e))?;
     let host = sans.first().cloned().unwrap_or_else(|| "localhost".into());
-    params.distinguished_name.push(
-        rcgen::DnType::CommonName,
-        format!("{host}@{}", chrono::Utc::now().timestamp()),
-    );
-    let cert = params.self_signed(&key).map_err(|e| tls(&e))?;
-    let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let (cert, key_der) = berth_runtime::tls::self_signed(sans, &host).map_err(ServerError::Tls)?;
     let mut cfg = rustls::ServerConfig::builder()
         .with_client_cert_verifier(verifier)
-        .with_single_cert(vec![cert.der().clone()], key_der)
+        .with_single_cert(vec![cert], key_der)
         .map_err(|e| tls(&e))?;
     // Upgrades (exec, attach, port-forward) are HTTP/1.1.
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];

@@ -324,16 +324,13 @@ impl StatsServer {
 /// A self-signed loopback TLS acceptor.
 pub fn acceptor() -> Result<TlsAcceptor, String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let key = rcgen::KeyPair::generate().map_err(|x| e(&x))?;
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).map_err(|x| e(&x))?;
-    let cert = params.self_signed(&key).map_err(|x| e(&x))?;
-    let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    let (cert, key_der) = berth_runtime::tls::self_signed(&["127.0.0.1".to_string()], "berth-sim")?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|x| e(&x))?
         .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], key_der)
+        .with_single_cert(vec![cert], key_der)
         .map_err(|x| e(&x))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(cfg)))
