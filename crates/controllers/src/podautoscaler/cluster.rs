@@ -10,8 +10,9 @@ use std::sync::Mutex;
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
+use kube::runtime::reflector::Store;
 
 use berth_api::selector::LabelSelector;
 use berth_runtime::events::{EventType, Recorder};
@@ -73,17 +74,33 @@ impl EventRecorder for Recorder {
 
 /// [`Cluster`] through kube-rs. Discovery answers are kept for one sync
 /// ([`KubeCluster::begin_sync`] forgets them), as upstream's RESTMapper is
-/// reset periodically.
+/// reset periodically; pods come from a reflector, as upstream's pod lister
+/// (a sync lists no pods from the API server).
 pub struct KubeCluster {
     client: kube::Client,
     mappings: Mutex<HashMap<(String, String), Vec<ApiResource>>>,
+    pods: Store<Pod>,
+    pod_reflector: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KubeCluster {
+    fn drop(&mut self) {
+        self.pod_reflector.abort();
+    }
 }
 
 impl KubeCluster {
+    /// Starts the pod reflector (within a Tokio runtime).
     pub fn new(client: kube::Client) -> Self {
+        let (pods, pod_reflector) = berth_runtime::reflect::notifying_store(
+            &client,
+            std::sync::Arc::new(tokio::sync::Notify::new()),
+        );
         KubeCluster {
             client,
             mappings: Mutex::new(HashMap::new()),
+            pods,
+            pod_reflector,
         }
     }
 
@@ -188,12 +205,19 @@ impl Cluster for KubeCluster {
         namespace: &str,
         selector: &LabelSelector,
     ) -> Result<Vec<Pod>, String> {
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let lp = ListParams::default().labels(&selector.to_string());
-        api.list(&lp)
+        self.pods
+            .wait_until_ready()
             .await
-            .map(|l| l.items)
-            .map_err(|e| kube_text(&e))
+            .map_err(|e| format!("waiting for the pod cache: {e}"))?;
+        let empty = std::collections::BTreeMap::new();
+        Ok(self
+            .pods
+            .state()
+            .iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|p| selector.matches(p.metadata.labels.as_ref().unwrap_or(&empty)))
+            .map(|p| (**p).clone())
+            .collect())
     }
 
     async fn update_status(&self, hpa: &HorizontalPodAutoscaler) -> Result<(), String> {
