@@ -207,39 +207,33 @@ impl<R: Reviewer> Delegation<R> {
     }
 }
 
-/// Upstream's 403 text (`responsewriters.forbiddenMessage`).
+/// Upstream's 403 text, from the API server's own builder.
 pub fn forbidden_message(user: &User, attrs: &Attributes, reason: &str) -> String {
-    let base = match attrs {
-        Attributes::NonResource { verb, path } => {
-            format!("User \"{}\" cannot {verb} path \"{path}\"", user.name)
-        }
+    let mut a = berth_authz::Attributes {
+        user: user.clone(),
+        ..Default::default()
+    };
+    match attrs {
         Attributes::Resource {
             verb,
             resource,
             namespace,
             name,
         } => {
-            let what = if name.is_empty() {
-                format!("{resource}.metrics.k8s.io is forbidden")
-            } else {
-                format!("{resource}.metrics.k8s.io \"{name}\" is forbidden")
-            };
-            let scope = if namespace.is_empty() {
-                "at the cluster scope".to_string()
-            } else {
-                format!("in the namespace \"{namespace}\"")
-            };
-            format!(
-                "{what}: User \"{}\" cannot {verb} resource \"{resource}\" in API group \"metrics.k8s.io\" {scope}",
-                user.name
-            )
+            a.verb = verb.clone();
+            a.resource = resource.clone();
+            a.namespace = namespace.clone();
+            a.name = name.clone();
+            a.api_group = crate::api::GROUP.into();
+            a.api_version = crate::api::VERSION.into();
+            a.resource_request = true;
         }
-    };
-    if reason.is_empty() {
-        base
-    } else {
-        format!("{base}: {reason}")
+        Attributes::NonResource { verb, path } => {
+            a.verb = verb.clone();
+            a.path = path.clone();
+        }
     }
+    berth_authz::forbidden_message(&a, reason)
 }
 
 /// Sorts a verified client certificate by the CA that issued it (rustls has
