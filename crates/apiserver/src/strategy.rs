@@ -255,6 +255,19 @@ pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i
     requested.unwrap_or(default).max(0)
 }
 
+/// The `deletionTimestamp` of a graceful delete: now + grace, saturating at the
+/// last instant RFC 3339 (and Go's `metav1.Time`) can write, so a grace period
+/// near `i64::MAX` seconds means "never forced" instead of an overflow.
+pub fn deletion_timestamp(now: chrono::DateTime<chrono::Utc>, grace: i64) -> String {
+    let latest = chrono::DateTime::<chrono::Utc>::from_timestamp(253_402_300_799, 0); // 9999-12-31T23:59:59Z
+    let at = chrono::TimeDelta::try_seconds(grace)
+        .and_then(|d| now.checked_add_signed(d))
+        .filter(|at| latest.is_none_or(|l| *at <= l))
+        .or(latest)
+        .unwrap_or(now);
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +300,20 @@ mod tests {
         assert_eq!(new["status"]["replicas"], 1);
         assert_eq!(new["metadata"]["generation"], 1);
         assert_eq!(new["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn deletion_timestamps_saturate() {
+        let now = chrono::DateTime::<chrono::Utc>::from_timestamp(1_800_000_000, 0).unwrap();
+        for (grace, want) in [
+            (0, "2027-01-15T08:00:00Z"),
+            (30, "2027-01-15T08:00:30Z"),
+            (i64::MAX, "9999-12-31T23:59:59Z"),
+            (i64::MAX / 1000, "9999-12-31T23:59:59Z"),
+            (300_000_000_000, "9999-12-31T23:59:59Z"),
+        ] {
+            assert_eq!(deletion_timestamp(now, grace), want, "grace {grace}");
+        }
     }
 
     #[test]

@@ -23,6 +23,8 @@ use crate::status::{ApiError, ApiResult};
 
 /// Upstream's bookmark interval is about a minute.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// The longest `timeoutSeconds` a watch keeps (ten years).
+const MAX_WATCH_TIMEOUT: i64 = 10 * 365 * 24 * 3600;
 /// Upstream's --min-request-timeout: a watch without timeoutSeconds ends after 30–60 min.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
@@ -201,7 +203,9 @@ pub async fn start(
     let bookmarks = q.flag("allowWatchBookmarks");
     let send_initial = q.get("sendInitialEvents") == Some("true");
     let timeout = match q.int("timeoutSeconds")? {
-        Some(t) if t > 0 => Duration::from_secs(t as u64),
+        // Capped so the deadline stays representable (`Instant + Duration`
+        // panics on overflow): ten years is "until the client goes".
+        Some(t) if t > 0 => Duration::from_secs(t.min(MAX_WATCH_TIMEOUT) as u64),
         _ => Duration::from_secs(MIN_REQUEST_TIMEOUT + rand::random::<u64>() % MIN_REQUEST_TIMEOUT),
     };
     let rv = q.get("resourceVersion").map(String::from);
