@@ -104,7 +104,19 @@ fn error_response(e: &ApiError, accept: &str) -> Response<Body> {
         format: negotiate::error_format(accept),
         shape: Shape::Object,
     };
-    body_response(e.code, out, &e.to_status(), &[])
+    let mut resp = body_response(e.code, out, &e.to_status(), &[]);
+    // As upstream's ErrorNegotiated: a suggested delay is also a header.
+    if let Some(secs) = e
+        .details
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSeconds"))
+        .and_then(Value::as_i64)
+        .filter(|s| *s > 0)
+        && let Ok(h) = header::HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, h);
+    }
+    resp
 }
 
 fn is_public(path: &str) -> bool {
@@ -429,6 +441,9 @@ async fn route(
                     crate::tokens::request(state, &user, &rp, value).await?
                 }
                 Some("binding") => state.rest.bind(&rp, value).await?,
+                Some("eviction") if rp.rt.kind == "Pod" && rp.rt.group.is_empty() => {
+                    state.rest.evict(&rp, value, &q).await?
+                }
                 Some(_) => return Err(ApiError::method_not_allowed()),
                 None => state.rest.create(&rp, value, &q).await?,
             };

@@ -10,6 +10,18 @@ impl Rest {
         body: Option<Value>,
         q: &Query,
     ) -> ApiResult<Reply> {
+        self.delete_with(rp, body, q, Admission::Run).await
+    }
+
+    /// [`Rest::delete`], with or without the admission chain (an eviction's
+    /// delete is admitted as the eviction, as upstream's store delete).
+    pub(super) async fn delete_with(
+        &self,
+        rp: &ResourcePath,
+        body: Option<Value>,
+        q: &Query,
+        admission: Admission,
+    ) -> ApiResult<Reply> {
         let rt = rp.rt;
         let name = name_of(rp)?.to_string();
         if rp.subresource.is_some() {
@@ -30,8 +42,10 @@ impl Rest {
                 old: Some(&cur),
                 dry_run: opts.dry_run,
             };
-            self.admission.admit(self, &attrs, &mut Value::Null).await?;
-            self.admission.validate(self, &attrs, None).await?;
+            if admission == Admission::Run {
+                self.admission.admit(self, &attrs, &mut Value::Null).await?;
+                self.admission.validate(self, &attrs, None).await?;
+            }
             if let Some(uid) = &opts.precondition_uid
                 && objects::meta_str(&cur, "uid") != Some(uid.as_str())
             {
@@ -115,10 +129,9 @@ impl Rest {
                 if !m.contains_key("deletionTimestamp")
                     || m.get("deletionTimestamp").is_some_and(Value::is_null)
                 {
-                    let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
                     m.insert(
                         "deletionTimestamp".into(),
-                        json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                        json!(strategy::deletion_timestamp(chrono::Utc::now(), grace)),
                     );
                     m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                 } else if let Some(old) =
@@ -126,10 +139,9 @@ impl Rest {
                 {
                     // A shorter grace period may replace a longer one, never the reverse.
                     if grace < old {
-                        let at = chrono::Utc::now() + chrono::Duration::seconds(grace);
                         m.insert(
                             "deletionTimestamp".into(),
-                            json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                            json!(strategy::deletion_timestamp(chrono::Utc::now(), grace)),
                         );
                         m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                     }
@@ -198,6 +210,13 @@ impl Rest {
             "items": deleted,
         })))
     }
+}
+
+/// Whether a delete runs the admission chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admission {
+    Run,
+    Skip,
 }
 
 pub(super) struct DeleteOptions {

@@ -1,11 +1,13 @@
 //! The verbs on stored resources, one file per verb family: `read.rs` (get,
 //! list), `create.rs`, `update.rs` (update, patch, apply, the read-modify-write
-//! every write shares, binding), `delete.rs` (delete, deletecollection) — with
+//! every write shares, binding), `delete.rs` (delete, deletecollection),
+//! `eviction.rs` (the pods' eviction subresource and its disruption budgets) — with
 //! upstream's preconditions, defaulting, admission, validation and graceful
 //! deletion. This file holds what they share.
 
 mod create;
 mod delete;
+mod eviction;
 mod read;
 mod update;
 
