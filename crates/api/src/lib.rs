@@ -14,6 +14,7 @@ pub mod printers;
 pub mod protobuf;
 pub mod qos;
 pub mod quantity;
+pub mod quota;
 pub mod registry;
 pub mod selector;
 pub mod ssa;

@@ -12,6 +12,7 @@ mod core;
 mod meta;
 mod networking;
 pub(crate) mod pod;
+mod quota;
 mod service;
 
 pub use meta::{
@@ -735,6 +736,8 @@ pub fn validate_scoped(
         ("", "ConfigMap") => core::validate_config_map(obj, old),
         ("", "Secret") => core::validate_secret(obj, old),
         ("", "Namespace") => core::validate_namespace(obj, old),
+        ("", "ResourceQuota") => quota::validate_resource_quota(obj),
+        ("", "LimitRange") => quota::validate_limit_range(obj),
         ("", "ReplicationController") => apps::validate_replication_controller(obj),
         ("apps", "Deployment") => apps::validate_deployment(obj, old),
         ("apps", "ReplicaSet") => apps::validate_replica_set(obj, old),

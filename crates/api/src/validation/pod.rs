@@ -761,7 +761,8 @@ fn overcommit_allowed(name: &str) -> bool {
     is_native_resource(name) && !is_huge_pages(name)
 }
 
-fn validate_resource_name(errs: &mut Vec<FieldError>, name: &str, path: &str) {
+/// `validateContainerResourceName`.
+pub(super) fn validate_container_resource_name(errs: &mut Vec<FieldError>, name: &str, path: &str) {
     for m in is_qualified_name(name) {
         errs.push(FieldError::invalid(path, name, m));
     }
@@ -797,7 +798,7 @@ fn validate_resources(errs: &mut Vec<FieldError>, res: &Map<String, Value>, path
     if let Some(lims) = opt_obj(errs, res.get("limits"), &lim_path) {
         for (name, v) in lims {
             let p = format!("{lim_path}[{name}]");
-            validate_resource_name(errs, name, &p);
+            validate_container_resource_name(errs, name, &p);
             if let Some(q) = quantity(errs, v, &p) {
                 resource_value(errs, name, &q, &p);
                 limits.push((name.as_str(), q));
@@ -807,7 +808,7 @@ fn validate_resources(errs: &mut Vec<FieldError>, res: &Map<String, Value>, path
     if let Some(reqs) = opt_obj(errs, res.get("requests"), &req_path) {
         for (name, v) in reqs {
             let p = format!("{req_path}[{name}]");
-            validate_resource_name(errs, name, &p);
+            validate_container_resource_name(errs, name, &p);
             let Some(q) = quantity(errs, v, &p) else {
                 continue;
             };
