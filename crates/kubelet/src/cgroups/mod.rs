@@ -7,7 +7,14 @@
 //! (here `memory:/process_api/…`, `cpu:/`) everything still nests correctly.
 //! Guaranteed pods sit directly under the root, as upstream's `kubepods/pod<uid>`.
 
+pub mod manager;
 pub mod stats;
+pub mod v1;
+pub mod v2;
+
+pub use manager::{
+    CgroupError, CgroupManager, CgroupMode, CgroupName, CgroupResult, ResourceConfig,
+};
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +46,28 @@ impl Qos {
             "Burstable" => Qos::Burstable,
             _ => Qos::BestEffort,
         }
+    }
+}
+
+/// The hierarchy mounted at `root` (`/sys/fs/cgroup`): pure v2 has
+/// `cgroup.controllers` at the root, hybrid a cgroup2 at `unified`.
+pub fn detect_mode(root: &Path) -> CgroupMode {
+    if root.join("cgroup.controllers").is_file() {
+        CgroupMode::V2
+    } else if root.join("unified").is_dir() {
+        CgroupMode::Hybrid
+    } else {
+        CgroupMode::V1
+    }
+}
+
+/// The cgroupfs manager for the machine at `root`, relative to this process's
+/// cgroups (`proc_cgroup`, the text of `/proc/self/cgroup`). Hybrid machines
+/// get the v1 manager: their controllers are on v1, as upstream decides.
+pub fn new_manager(root: &Path, proc_cgroup: &str) -> Box<dyn CgroupManager> {
+    match detect_mode(root) {
+        CgroupMode::V2 => Box::new(v2::V2Manager::from_proc(root, proc_cgroup)),
+        _ => Box::new(v1::V1Manager::new(root, proc_cgroup)),
     }
 }
 
