@@ -1355,3 +1355,184 @@ fn kubectl_debug_adds_an_ephemeral_container_sharing_the_target_pid_namespace() 
     assert_eq!(jsonpath(&s, "target", "{.status.phase}"), "Running");
     delete_all(&s);
 }
+
+/// The pod fields the agent used to drop: hostAliases (the managed
+/// /etc/hosts), terminationMessagePath / FallbackToLogsOnError,
+/// shareProcessNamespace, hostPID and activeDeadlineSeconds.
+#[test]
+fn hosts_file_termination_messages_pid_namespaces_and_active_deadline() {
+    let (s, _g) = agent_server("node-fields");
+    apply(
+        &s,
+        &pod(
+            "hosts",
+            "Never",
+            "busybox",
+            "cat /etc/hosts",
+            "  hostAliases:
+  - ip: 10.1.2.3
+    hostnames: [foo.local, bar.local]
+  hostname: db
+  subdomain: nodes",
+        ),
+    );
+    apply(
+        &s,
+        &pod(
+            "message",
+            "Never",
+            "busybox",
+            "echo -n bye > /dev/termination-log",
+            "",
+        ),
+    );
+    apply(
+        &s,
+        &pod(
+            "fallback",
+            "Never",
+            "busybox",
+            "echo from-the-log; exit 3",
+            "    terminationMessagePolicy: FallbackToLogsOnError",
+        ),
+    );
+    apply(
+        &s,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: shared
+spec:
+  shareProcessNamespace: true
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, '4242']
+  - name: b
+    image: busybox
+    command: [sleep, '3600']
+",
+    );
+    apply(
+        &s,
+        &pod(
+            "hostpid",
+            "Always",
+            "busybox",
+            "exec sleep 3600",
+            "  hostPID: true",
+        ),
+    );
+    apply(
+        &s,
+        &pod(
+            "deadline",
+            "Always",
+            "busybox",
+            "exec sleep 3600",
+            "  activeDeadlineSeconds: 5",
+        ),
+    );
+    // The managed hosts file names the pod by its FQDN and ends with the aliases.
+    wait_for(
+        &s,
+        "hosts",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Succeeded",
+    );
+    let ip = jsonpath(&s, "hosts", "{.status.podIP}");
+    let hosts = s.k(&["logs", "hosts"]);
+    assert!(
+        hosts.starts_with("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"),
+        "{hosts}"
+    );
+    assert!(
+        hosts.contains(&format!("{ip}\tdb.nodes.default.svc.cluster.local\tdb\n")),
+        "{hosts}"
+    );
+    assert!(
+        hosts.ends_with("\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"),
+        "{hosts}"
+    );
+    // What the container wrote to /dev/termination-log, or its log tail.
+    let msg = "{.status.containerStatuses[0].state.terminated.message}";
+    wait_for(&s, "message", msg, Duration::from_secs(60), |m| m == "bye");
+    let fallback = wait_for(&s, "fallback", msg, Duration::from_secs(60), |m| {
+        !m.is_empty()
+    });
+    assert_eq!(fallback, "from-the-log\n");
+    // A shared PID namespace: b sees a's sleep; pid 1 is the sandbox's pause.
+    wait_for(
+        &s,
+        "shared",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    let ps = s.k(&["exec", "shared", "-c", "b", "--", "ps", "-o", "pid,args"]);
+    assert!(ps.contains("sleep 4242"), "{ps}");
+    assert!(
+        ps.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["1", "/pause"]),
+        "{ps}"
+    );
+    // hostPID: the node's processes, this test's own among them.
+    wait_for(
+        &s,
+        "hostpid",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    let me = std::process::id().to_string();
+    let out = s.k(&[
+        "exec",
+        "hostpid",
+        "--",
+        "sh",
+        "-c",
+        &format!("test -d /proc/{me} && echo seen"),
+    ]);
+    assert_eq!(out.trim(), "seen");
+    // activeDeadlineSeconds: killed and Failed with upstream's reason.
+    wait_for(
+        &s,
+        "deadline",
+        "{.status.phase}",
+        Duration::from_secs(60),
+        |p| p == "Running",
+    );
+    wait_for(
+        &s,
+        "deadline",
+        "{.status.phase}",
+        Duration::from_secs(30),
+        |p| p == "Failed",
+    );
+    assert_eq!(
+        jsonpath(&s, "deadline", "{.status.reason}"),
+        "DeadlineExceeded"
+    );
+    assert_eq!(
+        jsonpath(&s, "deadline", "{.status.message}"),
+        "Pod was active on the node longer than the specified deadline"
+    );
+    let state = jsonpath(
+        &s,
+        "deadline",
+        "{.status.containerStatuses[0].state.terminated.reason}",
+    );
+    assert!(!state.is_empty(), "the container is terminated");
+    let events = s.k(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=deadline,reason=DeadlineExceeded",
+        "-o",
+        "name",
+    ]);
+    assert!(!events.trim().is_empty(), "a DeadlineExceeded event");
+    delete_all(&s);
+}

@@ -4,9 +4,11 @@
 //! `fieldSelector=spec.nodeName=<node>`).
 
 pub mod hooks;
+pub mod hosts;
 pub mod machine;
 pub mod podspec;
 pub mod status;
+pub mod termination;
 pub mod worker;
 
 use std::collections::{HashMap, HashSet};
@@ -503,7 +505,8 @@ async fn probe_updates_loop(
                 );
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    let grace = Duration::from_secs(req.grace_period_seconds.max(0) as u64);
+                    let grace = Duration::from_secs(req.grace_period_seconds.max(0) as u64)
+                        .min(shared.max_grace);
                     let id = strip_runtime_prefix(&req.container_id).to_string();
                     if let Err(e) = shared.runtime.stop_container(&id, grace).await {
                         warn!(error = %e, container = %req.container, "killing a container that failed its probe");

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::cgroups::{self, Qos};
-use crate::runtime::{ContainerConfig, DnsConfig, Mount, PortMapping, Protocol, SandboxConfig};
+use crate::runtime::{
+    ContainerConfig, DnsConfig, Mount, PidNamespace, PortMapping, Protocol, SandboxConfig,
+};
 
 pub const LABEL_POD_NAME: &str = "io.kubernetes.pod.name";
 pub const LABEL_POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
@@ -201,7 +203,14 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
         annotations: pod.metadata.annotations.clone().unwrap_or_default(),
         cgroup_parent: cgroups::pod_cgroup_parent(qos(pod), uid),
         host_network: spec.host_network.unwrap_or(false),
-        host_pid: spec.host_pid.unwrap_or(false),
+        // hostPID wins over shareProcessNamespace (validation refuses both).
+        pid: if spec.host_pid.unwrap_or(false) {
+            PidNamespace::Node
+        } else if spec.share_process_namespace.unwrap_or(false) {
+            PidNamespace::Pod
+        } else {
+            PidNamespace::Container
+        },
         host_ipc: spec.host_ipc.unwrap_or(false),
         sysctls,
     }
@@ -318,6 +327,46 @@ pub fn prepare_volumes(ctx: &NodeContext, pod: &Pod) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The files the agent itself mounts into a container, after its volumes (as
+/// upstream's makeMounts): the pod's managed `/etc/hosts` once the pod has IPs,
+/// and this instance's termination-message file at `terminationMessagePath`.
+pub fn agent_mounts(
+    ctx: &NodeContext,
+    pod: &Pod,
+    c: &Container,
+    attempt: u32,
+    pod_ips: &[String],
+) -> Vec<Mount> {
+    let dir = pod_dir(ctx, pod);
+    let mut mounts = Vec::new();
+    if super::hosts::should_mount(c, pod_ips) {
+        mounts.push(Mount {
+            container_path: super::hosts::CONTAINER_PATH.into(),
+            host_path: super::hosts::path(&dir).display().to_string(),
+            readonly: false,
+        });
+    }
+    let path = super::termination::container_path(c);
+    if !path.is_empty() {
+        mounts.push(Mount {
+            container_path: path.into(),
+            host_path: super::termination::host_path(&dir, &c.name, attempt)
+                .display()
+                .to_string(),
+            readonly: false,
+        });
+    }
+    mounts
+}
+
+/// The CRI log file of one container instance (the sandbox's log directory
+/// joined with [`ContainerConfig::log_path`]).
+pub fn container_log_file(ctx: &NodeContext, pod: &Pod, container: &str, attempt: u32) -> PathBuf {
+    log_dir(ctx, pod)
+        .join(container)
+        .join(format!("{attempt}.log"))
+}
+
 /// Removes the pod's directory (volumes) and logs.
 pub fn remove_pod_dirs(ctx: &NodeContext, pod: &Pod) {
     for d in [pod_dir(ctx, pod), log_dir(ctx, pod)] {
@@ -365,6 +414,54 @@ mod tests {
         assert_eq!(dns.servers, vec!["10.43.0.10"]);
         assert_eq!(dns.searches[0], "ns1.svc.cluster.local");
         assert_eq!(dns.options, vec!["ndots:5"]);
+    }
+
+    #[test]
+    fn pid_namespaces_follow_host_pid_and_share_process_namespace() {
+        for (spec, want) in [
+            (serde_json::json!({}), PidNamespace::Container),
+            (
+                serde_json::json!({"shareProcessNamespace": true}),
+                PidNamespace::Pod,
+            ),
+            (serde_json::json!({"hostPID": true}), PidNamespace::Node),
+        ] {
+            let mut spec = spec;
+            spec["containers"] = serde_json::json!([{"name": "c"}]);
+            let p = pod(serde_json::json!({"metadata": {"name": "p", "uid": "u"}, "spec": spec}));
+            assert_eq!(sandbox_config(&ctx(), &p, 0).pid, want, "{spec}");
+        }
+    }
+
+    #[test]
+    fn agent_mounts_hosts_and_termination_files() {
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "ns1", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "terminationMessagePath": "/dev/termination-log"}]}
+        }));
+        let c = &p.spec.as_ref().unwrap().containers[0];
+        let ips = vec!["10.42.0.9".to_string()];
+        let m = agent_mounts(&ctx(), &p, c, 2, &ips);
+        let pairs: Vec<(&str, &str)> = m
+            .iter()
+            .map(|m| (m.container_path.as_str(), m.host_path.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("/etc/hosts", "/d/pods/u1/etc-hosts"),
+                (
+                    "/dev/termination-log",
+                    "/d/pods/u1/containers/c/termination-log-2"
+                ),
+            ]
+        );
+        let before_ips = agent_mounts(&ctx(), &p, c, 0, &[]);
+        assert_eq!(before_ips.len(), 1, "no hosts file before the pod has IPs");
+        assert_eq!(
+            container_log_file(&ctx(), &p, "c", 2),
+            Path::new("/d/logs/ns1_web_u1/c/2.log")
+        );
     }
 
     #[test]

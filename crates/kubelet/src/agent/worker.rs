@@ -115,6 +115,9 @@ struct Worker {
     volumes_synced: Option<Instant>,
     /// This sync started a container: the runtime's view must be re-read.
     acted: bool,
+    /// When the worker must look again even if nothing changes (the pod's
+    /// activeDeadlineSeconds).
+    wake_at: Option<Instant>,
 }
 
 /// How often configMap/secret/downwardAPI/projected contents are re-written
@@ -136,6 +139,35 @@ fn container_ref(pod: &Pod, c: &str, init: bool) -> ObjectReference {
         resource_version: pod.metadata.resource_version.clone(),
         field_path: Some(format!("spec.{list}{{{c}}}")),
     }
+}
+
+/// The pod itself, for pod-level events.
+fn pod_ref(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        field_path: None,
+        ..container_ref(pod, "", false)
+    }
+}
+
+/// Upstream's activeDeadlineHandler reason and message.
+const DEADLINE_REASON: &str = "DeadlineExceeded";
+const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+
+/// How long the pod may still run under `activeDeadlineSeconds`, counted from
+/// its `status.startTime` (this worker's, else the API's): None without a
+/// deadline or before the pod has started, zero once it has passed.
+fn active_deadline_left(
+    pod: &Pod,
+    status: Option<&k8s_openapi::api::core::v1::PodStatus>,
+    now: chrono::DateTime<Utc>,
+) -> Option<Duration> {
+    let secs = pod.spec.as_ref()?.active_deadline_seconds?;
+    let start = status
+        .and_then(|s| s.start_time.as_ref())
+        .or_else(|| pod.status.as_ref()?.start_time.as_ref())?;
+    let elapsed = (now.timestamp_millis() - start.0.as_millisecond()).max(0) as u64;
+    let allowed = (secs.max(0) as u64).saturating_mul(1000);
+    Some(Duration::from_millis(allowed.saturating_sub(elapsed)))
 }
 
 fn restart_policy(pod: &Pod) -> &str {
@@ -192,6 +224,7 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
         mount_error: None,
         volumes_synced: None,
         acted: false,
+        wake_at: None,
     };
     let poke = Arc::new(tokio::sync::Notify::new());
     shared
@@ -228,12 +261,20 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
                 return;
             },
             _ = poke.notified() => {}
-            _ = tokio::time::sleep(shared.resync) => {}
+            _ = tokio::time::sleep(w.next_wake()) => {}
         }
     }
 }
 
 impl Worker {
+    /// How long to sleep before the next sync without a change.
+    fn next_wake(&self) -> Duration {
+        let now = Instant::now();
+        self.wake_at
+            .map(|at| at.saturating_duration_since(now))
+            .map_or(self.shared.resync, |d| d.min(self.shared.resync))
+    }
+
     fn forget(&self) {
         self.shared.statuses.remove(&self.uid);
         self.shared.tokens.delete_service_account_token(&self.uid);
@@ -290,6 +331,7 @@ impl Worker {
                     s.id.clone(),
                     podspec::sandbox_config(&self.shared.ctx, pod, s.attempt),
                 ));
+                self.write_hosts_file(pod);
                 return true;
             }
         }
@@ -321,12 +363,41 @@ impl Worker {
                 };
                 self.sandbox = Some((id, cfg));
                 self.sandbox_error = None;
+                self.write_hosts_file(pod);
                 true
             }
             Err(e) => {
                 self.sandbox_failed(pod, &e.to_string());
                 false
             }
+        }
+    }
+
+    /// The pod's IPs as its containers see them (the node's with hostNetwork).
+    fn pod_ips(&self, pod: &Pod) -> Vec<String> {
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        if host_network {
+            vec![self.shared.host_ip.clone()]
+        } else {
+            self.ips.clone()
+        }
+    }
+
+    /// The managed `/etc/hosts` (`hosts.rs`), once the pod has its IPs.
+    fn write_hosts_file(&self, pod: &Pod) {
+        let ips = self.pod_ips(pod);
+        if ips.is_empty() {
+            return;
+        }
+        let node_hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+        let text = super::hosts::content(pod, &ips, &self.shared.ctx.cluster_domain, &node_hosts);
+        let file = super::hosts::path(&podspec::pod_dir(&self.shared.ctx, pod));
+        if let Err(e) = super::hosts::ensure(&file, &text) {
+            warn!(pod = %self.uid, error = %e, "writing the pod's hosts file");
         }
     }
 
@@ -504,6 +575,17 @@ impl Worker {
                 self.stop_sandboxes().await;
             }
             return;
+        }
+        match active_deadline_left(
+            pod,
+            self.shared.statuses.pod_status(&self.uid).as_ref(),
+            Utc::now(),
+        ) {
+            Some(left) if left.is_zero() => {
+                self.fail(pod, DEADLINE_REASON, DEADLINE_MESSAGE).await;
+                return;
+            }
+            left => self.wake_at = left.map(|l| Instant::now() + l),
         }
         // Volumes before the sandbox, as upstream's WaitForAttachAndMount.
         let sandbox_ok = self.mount_volumes(pod).await && self.ensure_sandbox(pod).await;
@@ -795,6 +877,14 @@ impl Worker {
         ) {
             Ok(mut cfg) => {
                 cfg.target_container_id = target;
+                let ips = self.pod_ips(pod);
+                cfg.mounts.extend(podspec::agent_mounts(
+                    &self.shared.ctx,
+                    pod,
+                    c,
+                    attempt,
+                    &ips,
+                ));
                 cfg
             }
             Err(e) => {
@@ -802,6 +892,15 @@ impl Worker {
                 return;
             }
         };
+        if !super::termination::container_path(c).is_empty() {
+            let dir = podspec::pod_dir(&self.shared.ctx, pod);
+            let file = super::termination::host_path(&dir, &c.name, attempt);
+            if let Err(e) = super::termination::prepare(&file) {
+                let msg = format!("create termination-log file: {e}");
+                self.config_error(&cref, c, &msg);
+                return;
+            }
+        }
         let shared = self.shared.clone();
         let rec = &shared.recorder;
         let id = match self
@@ -864,10 +963,8 @@ impl Worker {
                 .and_then(|s| s.termination_grace_period_seconds)
                 .unwrap_or(30)
                 .max(0) as u64;
-            let _ = self
-                .rt()
-                .stop_container(id, Duration::from_secs(grace))
-                .await;
+            let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+            let _ = self.rt().stop_container(id, grace).await;
         }
     }
 
@@ -954,7 +1051,13 @@ impl Worker {
         let observed: Vec<ObservedContainer> = views
             .values()
             .flat_map(|v| v.latest.iter().chain(v.previous.iter()))
-            .map(|c| ObservedContainer::from_runtime(c, "containerd"))
+            .map(|c| {
+                let mut o = ObservedContainer::from_runtime(c, "containerd");
+                if c.state == ContainerState::Exited {
+                    self.add_termination_message(pod, c, &mut o);
+                }
+                o
+            })
             .collect();
         let running = |name: &str| {
             views
@@ -1007,6 +1110,35 @@ impl Worker {
         crate::status::generate(&input, &self.shared.probes)
     }
 
+    /// Appends what an exited instance left at its `terminationMessagePath`
+    /// (or its log tail) to the runtime's message, as upstream.
+    fn add_termination_message(
+        &self,
+        pod: &Pod,
+        c: &ContainerStatus,
+        o: &mut crate::status::ObservedContainer,
+    ) {
+        let Some(spec) = spec_container(pod, &c.name) else {
+            return;
+        };
+        let dir = podspec::pod_dir(&self.shared.ctx, pod);
+        let message_file = super::termination::host_path(&dir, &c.name, c.attempt);
+        let log_file = podspec::container_log_file(&self.shared.ctx, pod, &c.name, c.attempt);
+        let exited = super::termination::Exited {
+            container: &spec,
+            exit_code: c.exit_code,
+            reason: &c.reason,
+            message_file: &message_file,
+            log_file: &log_file,
+        };
+        if let Some(m) = super::termination::message(&exited) {
+            if !o.message.is_empty() {
+                o.message.push_str(": ");
+            }
+            o.message.push_str(&m);
+        }
+    }
+
     /// `started`/`ready` of each container from the probe manager.
     fn apply_probes(
         &self,
@@ -1044,6 +1176,49 @@ impl Worker {
         }
     }
 
+    /// Kills the pod for good (upstream's SyncPodKill with a status function):
+    /// its containers are stopped within the pod's grace period and the pod
+    /// ends `Failed` with `reason` and `message`. Its containers stay for logs.
+    async fn fail(&mut self, pod: &Pod, reason: &str, message: &str) {
+        self.shared.recorder.event(
+            &pod_ref(pod),
+            EventType::Normal,
+            reason,
+            message.to_string(),
+        );
+        let grace = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30)
+            .max(0) as u64;
+        let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+        self.stop_containers(Some(pod), grace).await;
+        let views = self.views().await;
+        let mut st = self.generated_status(pod, &views, false, true);
+        st.phase = Some("Failed".into());
+        st.reason = Some(reason.into());
+        st.message = Some(message.into());
+        self.shared.statuses.set(&self.uid, st.clone());
+        let value = serde_json::to_value(&st).unwrap_or_default();
+        let (name, ns, _) = podspec::meta(pod);
+        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
+        match api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Strategic(json!({"status": value})),
+            )
+            .await
+        {
+            Ok(_) => self.last_patch = Some(value),
+            Err(e) => warn!(pod = %name, error = %e, "pod status patch failed"),
+        }
+        self.terminal = true;
+        self.wake_at = None;
+        self.stop_sandboxes().await;
+    }
+
     async fn stop_sandboxes(&mut self) {
         for s in self
             .rt()
@@ -1055,9 +1230,9 @@ impl Worker {
         }
     }
 
-    /// Stops the pod's containers (SIGTERM, then SIGKILL after `grace`), then
-    /// removes containers, sandboxes (and so CNI allocations), cgroups and dirs.
-    async fn teardown(&mut self, pod: Option<&Pod>, grace: Duration) {
+    /// Stops the pod's running containers: preStop hooks within `grace`,
+    /// then SIGTERM and SIGKILL after what is left of it.
+    async fn stop_containers(&self, pod: Option<&Pod>, grace: Duration) {
         let containers = self
             .rt()
             .list_containers(&self.uid_filter())
@@ -1115,6 +1290,12 @@ impl Worker {
                 warn!(error = %e, "stopping a container");
             }
         }
+    }
+
+    /// Stops the pod's containers (SIGTERM, then SIGKILL after `grace`), then
+    /// removes containers, sandboxes (and so CNI allocations), cgroups and dirs.
+    async fn teardown(&mut self, pod: Option<&Pod>, grace: Duration) {
+        self.stop_containers(pod, grace).await;
         self.final_status(pod).await;
         for s in self
             .rt()
@@ -1199,6 +1380,23 @@ impl Worker {
 }
 
 /// The pod's ephemeral containers as containers, with their target's name.
+/// A container of the pod's spec by name: init, regular or ephemeral.
+fn spec_container(pod: &Pod, name: &str) -> Option<Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .find(|c| c.name == name)
+        .cloned()
+        .or_else(|| {
+            ephemeral_containers(pod)
+                .into_iter()
+                .map(|(c, _)| c)
+                .find(|c| c.name == name)
+        })
+}
+
 fn ephemeral_containers(pod: &Pod) -> Vec<(Container, Option<String>)> {
     pod.spec
         .iter()
@@ -1219,6 +1417,49 @@ fn ephemeral_containers(pod: &Pod) -> Vec<(Container, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn active_deadlines_count_from_the_start_time() {
+        let now: chrono::DateTime<Utc> = "2026-12-02T10:00:00Z".parse().unwrap();
+        let pod = |deadline: Option<i64>, start: Option<&str>| -> Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c"}], "activeDeadlineSeconds": deadline},
+                "status": {"startTime": start},
+            }))
+            .unwrap()
+        };
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        for (deadline, start, want) in [
+            (None, Some("2026-12-02T09:00:00Z"), None),
+            (Some(30), None, None),
+            (Some(30), Some("2026-12-02T09:59:50Z"), secs(20)),
+            (Some(30), Some("2026-12-02T09:59:30Z"), secs(0)),
+            (Some(30), Some("2026-12-02T09:00:00Z"), secs(0)),
+            (
+                Some(i64::MAX),
+                Some("2026-12-02T09:00:00Z"),
+                Some(Duration::from_millis(u64::MAX - 3_600_000)),
+            ),
+        ] {
+            assert_eq!(
+                active_deadline_left(&pod(deadline, start), None, now),
+                want,
+                "{deadline:?} {start:?}"
+            );
+        }
+        // The worker's own status wins over the API's copy.
+        let own: k8s_openapi::api::core::v1::PodStatus =
+            serde_json::from_value(json!({"startTime": "2026-12-02T09:59:55Z"})).unwrap();
+        assert_eq!(
+            active_deadline_left(
+                &pod(Some(10), Some("2026-12-02T09:00:00Z")),
+                Some(&own),
+                now
+            ),
+            secs(5)
+        );
+    }
 
     #[test]
     fn restart_policy_decides_restarts() {

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use k8s_cri::v1 as cri;
 
 use crate::runtime::{
-    ContainerConfig, ContainerState, ContainerStatus, ImageInfo, LinuxResources, Protocol,
-    SandboxConfig, SandboxState, SandboxStatus,
+    ContainerConfig, ContainerState, ContainerStatus, ImageInfo, LinuxResources, PidNamespace,
+    Protocol, SandboxConfig, SandboxState, SandboxStatus,
 };
 
 /// CRI timestamps are nanoseconds since the epoch; 0 means "not set".
@@ -35,6 +35,14 @@ fn namespace_mode(host: bool) -> i32 {
         cri::NamespaceMode::Node as i32
     } else {
         cri::NamespaceMode::Pod as i32
+    }
+}
+
+fn pid_mode(p: PidNamespace) -> i32 {
+    match p {
+        PidNamespace::Container => cri::NamespaceMode::Container as i32,
+        PidNamespace::Pod => cri::NamespaceMode::Pod as i32,
+        PidNamespace::Node => cri::NamespaceMode::Node as i32,
     }
 }
 
@@ -74,11 +82,7 @@ pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
             security_context: Some(cri::LinuxSandboxSecurityContext {
                 namespace_options: Some(cri::NamespaceOption {
                     network: namespace_mode(c.host_network),
-                    pid: if c.host_pid {
-                        cri::NamespaceMode::Node as i32
-                    } else {
-                        cri::NamespaceMode::Container as i32
-                    },
+                    pid: pid_mode(c.pid),
                     ipc: namespace_mode(c.host_ipc),
                     ..Default::default()
                 }),
@@ -102,10 +106,16 @@ fn resources(r: &LinuxResources) -> cri::LinuxContainerResources {
     }
 }
 
-pub(super) fn container_config(c: &ContainerConfig) -> cri::ContainerConfig {
+/// A container joins its sandbox's namespaces as upstream's kubelet asks:
+/// the same modes as the pod's, except an ephemeral container's PID
+/// namespace, which is its target's.
+pub(super) fn container_config(
+    c: &ContainerConfig,
+    sandbox: &SandboxConfig,
+) -> cri::ContainerConfig {
     let pid = match &c.target_container_id {
         Some(_) => cri::NamespaceMode::Target as i32,
-        None => cri::NamespaceMode::Container as i32,
+        None => pid_mode(sandbox.pid),
     };
     cri::ContainerConfig {
         metadata: Some(cri::ContainerMetadata {
@@ -145,9 +155,9 @@ pub(super) fn container_config(c: &ContainerConfig) -> cri::ContainerConfig {
             security_context: Some(cri::LinuxContainerSecurityContext {
                 privileged: c.privileged,
                 namespace_options: Some(cri::NamespaceOption {
-                    network: cri::NamespaceMode::Pod as i32,
+                    network: namespace_mode(sandbox.host_network),
                     pid,
-                    ipc: cri::NamespaceMode::Pod as i32,
+                    ipc: namespace_mode(sandbox.host_ipc),
                     target_id: c.target_container_id.clone().unwrap_or_default(),
                     userns_options: None,
                 }),
@@ -321,7 +331,7 @@ mod tests {
             envs: vec![("A".into(), "1".into())],
             ..Default::default()
         };
-        let p = container_config(&c);
+        let p = container_config(&c, &SandboxConfig::default());
         let linux = p.linux.unwrap();
         let r = linux.resources.unwrap();
         assert_eq!(

@@ -181,7 +181,7 @@ impl Runtime for CriRuntime {
             .clone()
             .create_container(cri::CreateContainerRequest {
                 pod_sandbox_id: sandbox_id.into(),
-                config: Some(convert::container_config(config)),
+                config: Some(convert::container_config(config, sandbox)),
                 sandbox_config: Some(convert::sandbox_config(sandbox)),
             })
             .await

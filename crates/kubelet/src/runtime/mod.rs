@@ -67,6 +67,16 @@ pub struct DnsConfig {
     pub options: Vec<String>,
 }
 
+/// Whose PID namespace a pod's containers run in: each its own (the default),
+/// the pod's (`shareProcessNamespace`) or the node's (`hostPID`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PidNamespace {
+    #[default]
+    Container,
+    Pod,
+    Node,
+}
+
 /// Everything needed to create a pod sandbox.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SandboxConfig {
@@ -83,7 +93,7 @@ pub struct SandboxConfig {
     /// The pod's cgroup (cgroupfs path), under its QoS class's cgroup.
     pub cgroup_parent: String,
     pub host_network: bool,
-    pub host_pid: bool,
+    pub pid: PidNamespace,
     pub host_ipc: bool,
     /// Sysctls for the sandbox (namespaced ones only).
     pub sysctls: BTreeMap<String, String>,

@@ -68,8 +68,14 @@ impl LogOptions {
         if since_seconds.is_some() && since_time.is_some() {
             return Err("sinceSeconds: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified".into());
         }
-        let since =
-            since_time.or_else(|| since_seconds.map(|s| now - chrono::Duration::seconds(s)));
+        // A sinceSeconds reaching past the calendar means "from the start".
+        let since = since_time.or_else(|| {
+            since_seconds.map(|s| {
+                chrono::TimeDelta::try_seconds(s)
+                    .and_then(|d| now.checked_sub_signed(d))
+                    .unwrap_or(DateTime::<Utc>::MIN_UTC)
+            })
+        });
         Ok(LogOptions {
             follow: flag(get("follow")),
             previous: flag(get("previous")),
@@ -498,6 +504,8 @@ mod tests {
             o.since,
             Some(Utc.with_ymd_and_hms(2026, 11, 30, 0, 59, 0).unwrap())
         );
+        let o = opts(&[("sinceSeconds", &i64::MAX.to_string())]).unwrap();
+        assert_eq!(o.since, Some(DateTime::<Utc>::MIN_UTC), "saturates");
         let o = opts(&[("sinceTime", "2026-11-30T00:00:00Z"), ("previous", "1")]).unwrap();
         assert!(o.previous);
         assert_eq!(
