@@ -11,6 +11,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod discovery;
+pub mod disruption;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod garbagecollector;
@@ -136,6 +137,7 @@ pub async fn run_all(client: kube::Client, config: Config) {
         endpoints::run(client.clone()),
         endpointslice::run(client.clone()),
         podautoscaler::run(client.clone(), hpa),
+        disruption::run(client.clone()),
         deployment::run(client),
     );
 }

@@ -3,6 +3,8 @@
 //! runs one worker per pod bound to the node (watch with
 //! `fieldSelector=spec.nodeName=<node>`).
 
+pub mod actions;
+pub mod health;
 pub mod hooks;
 pub mod hosts;
 pub mod machine;
@@ -31,7 +33,7 @@ use tracing::{info, warn};
 use crate::backoff::{Backoff, BackoffConfig};
 use crate::cri::{ContainerdConfig, ContainerdProcess, CriRuntime};
 use crate::images;
-use crate::node::{NodeAgent, NodeConfig, NodeHealth};
+use crate::node::{NodeAgent, NodeConfig};
 use crate::prober::Prober;
 use crate::prober::exec::{RuntimeExec, strip_runtime_prefix};
 use crate::prober::manager::{ProbeManager, ProberUpdate, SystemClock};
@@ -58,6 +60,10 @@ pub struct AgentConfig {
     /// CA whose client certificates the kubelet server accepts (the cluster CA);
     /// without one the server is not started.
     pub client_ca_pem: Option<String>,
+    /// Cgroup flags: `--cgroups-per-qos`, `--cgroup-driver`, `--pod-max-pids`,
+    /// `--enforce-node-allocatable`, `--kube-reserved`, `--system-reserved` and
+    /// their cgroups (the reservations also shape the Node's allocatable).
+    pub cgroups: crate::cgroups::CgroupsConfig,
 }
 
 impl AgentConfig {
@@ -74,6 +80,7 @@ impl AgentConfig {
             max_grace: Duration::from_secs(3600),
             kubelet_port: 10250,
             client_ca_pem: None,
+            cgroups: crate::cgroups::CgroupsConfig::default(),
         }
     }
 }
@@ -129,7 +136,15 @@ impl Agent {
         .map_err(|e| Error::Runtime(e.to_string()))?;
         info!(node = %cfg.node_name, %pod_cidr, "pod network configured");
 
-        let mut ncfg = NodeConfig::new(cfg.node_name.clone(), machine::capacity(&cfg.dir));
+        let capacity = machine::capacity(&cfg.dir);
+        // The root (node allocatable enforced) and QoS cgroups, before any pod.
+        let cgroups = Arc::new(
+            crate::cgroups::node::start_on_host(cfg.cgroups.clone(), &capacity)
+                .map_err(|e| Error::Runtime(e.to_string()))?,
+        );
+        let mut ncfg = NodeConfig::new(cfg.node_name.clone(), capacity);
+        ncfg.kube_reserved = cfg.cgroups.allocatable.kube_reserved.clone();
+        ncfg.system_reserved = cfg.cgroups.allocatable.system_reserved.clone();
         ncfg.addresses = vec![
             NodeAddress {
                 type_: "InternalIP".into(),
@@ -149,16 +164,26 @@ impl Agent {
         if let Some(s) = &kubelet_server {
             ncfg.kubelet_port = i32::from(s.port());
         }
+        // The runtime's health before registration, so a healthy node registers Ready.
+        let monitor = Arc::new(health::HealthMonitor::default());
+        monitor.check_runtime(runtime.as_ref()).await;
+        monitor.relist(runtime.as_ref()).await;
         // Registration first, so pods are only watched once the Node exists.
-        crate::node::register(&client, &ncfg, &NodeHealth::default()).await?;
+        crate::node::register(&client, &ncfg, &monitor.health()).await?;
         set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
         let allocatable = crate::node::allocatable(&ncfg);
         let node_agent = NodeAgent::new(client.clone(), ncfg);
-        let mut tasks = vec![tokio::spawn(async move {
-            if let Err(e) = node_agent.run(NodeHealth::default).await {
-                warn!(error = %e, "node status loop stopped");
-            }
-        })];
+        let mut tasks = vec![
+            tokio::spawn(health::run(monitor.clone(), runtime.clone())),
+            tokio::spawn({
+                let monitor = monitor.clone();
+                async move {
+                    if let Err(e) = node_agent.run(|| monitor.health()).await {
+                        warn!(error = %e, "node status loop stopped");
+                    }
+                }
+            }),
+        ];
 
         let memory_capacity = machine::memory_bytes();
         let statuses = Arc::new(worker::StatusStore::default());
@@ -212,6 +237,7 @@ impl Agent {
             services,
             allocatable,
             tokens,
+            cgroups,
         });
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),

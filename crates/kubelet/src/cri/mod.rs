@@ -29,6 +29,10 @@ use crate::runtime::{
 /// How long an ordinary CRI call may take before it is abandoned.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long the runtime health check waits for `Status` (a runtime that does not
+/// answer is down once its last good answer is older than the node's threshold).
+const STATUS_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A CRI v1 client on a unix socket.
 #[derive(Clone)]
 pub struct CriRuntime {
@@ -97,6 +101,31 @@ impl Runtime for CriRuntime {
             .map_err(|e| status_error("version", e))?
             .into_inner();
         Ok((r.runtime_name, r.runtime_version))
+    }
+
+    async fn status(&self) -> RuntimeResult<crate::runtime::RuntimeStatus> {
+        let mut req = tonic::Request::new(cri::StatusRequest { verbose: false });
+        req.set_timeout(STATUS_TIMEOUT);
+        let r = self
+            .runtime
+            .clone()
+            .status(req)
+            .await
+            .map_err(|e| status_error("status", e))?
+            .into_inner();
+        let conditions = r
+            .status
+            .map(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| crate::runtime::RuntimeCondition {
+                type_: c.r#type,
+                status: c.status,
+                reason: c.reason,
+                message: c.message,
+            })
+            .collect();
+        Ok(crate::runtime::RuntimeStatus { conditions })
     }
 
     async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String> {

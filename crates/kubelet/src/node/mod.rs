@@ -3,6 +3,7 @@
 //! setters), and the I/O that registers it, reports its status and heartbeats its Lease.
 
 mod client;
+pub mod health;
 mod lease;
 pub mod topology;
 
@@ -283,7 +284,7 @@ pub fn conditions(
         let (reason, message) = if on { yes } else { no };
         (t.to_string(), on, reason.to_string(), message.to_string())
     };
-    let ready_message = health.not_ready.join(", ");
+    let ready_message = health::aggregate(&health.not_ready);
     let specs = [
         pressure(
             health.memory_pressure,

@@ -170,16 +170,17 @@ pub struct ContainerConfig {
     pub target_container_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ContainerState {
     Created,
     Running,
     Exited,
+    #[default]
     Unknown,
 }
 
 /// A container as the runtime reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerStatus {
     pub id: String,
     pub sandbox_id: String,
@@ -230,11 +231,51 @@ pub struct Filter {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamUrl(pub String);
 
+/// One of the runtime's conditions (CRI `RuntimeCondition`: `RuntimeReady`,
+/// `NetworkReady`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeCondition {
+    pub type_: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+/// What the runtime says of itself (CRI `Status`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeStatus {
+    pub conditions: Vec<RuntimeCondition>,
+}
+
+impl RuntimeStatus {
+    /// Both conditions true: a runtime whose network is set up.
+    pub fn ready() -> Self {
+        let ready = |t: &str| RuntimeCondition {
+            type_: t.into(),
+            status: true,
+            ..Default::default()
+        };
+        RuntimeStatus {
+            conditions: vec![ready("RuntimeReady"), ready("NetworkReady")],
+        }
+    }
+
+    pub fn condition(&self, type_: &str) -> Option<&RuntimeCondition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+}
+
 /// A container runtime, as the node agent needs it.
 #[async_trait::async_trait]
 pub trait Runtime: Send + Sync + 'static {
     /// Runtime name and version, e.g. ("containerd", "1.6.20").
     async fn version(&self) -> RuntimeResult<(String, String)>;
+
+    /// The runtime's conditions (CRI `Status`); a runtime that has none to
+    /// report is ready.
+    async fn status(&self) -> RuntimeResult<RuntimeStatus> {
+        Ok(RuntimeStatus::ready())
+    }
 
     /// Creates and starts a sandbox (network namespace, pause container); its id.
     async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String>;
