@@ -831,3 +831,91 @@ pub fn evaluators_for(hard: &ResourceList) -> Vec<Evaluator> {
     }
     out
 }
+
+// ---------------------------------------------------------------------------
+// Admission (upstream's `CheckRequest` of the quota admission controller).
+
+/// What quota admission decided for one write: the new `status.used` of each
+/// quota (by index) it charges, empty when nothing changes.
+pub type Charges = Vec<(usize, ResourceList)>;
+
+/// Checks one write against the namespace's quotas (upstream's
+/// `CheckRequest`): every quota that matches the object (its `status.hard`
+/// names a resource the evaluator measures, its scopes select the object)
+/// must have usage for those resources, the object must state what they
+/// need, and used + the object's usage (less the old object's on updates)
+/// must stay within `status.hard`. The error is the reason text (callers
+/// prefix `<resource> "<name>" is forbidden: `).
+pub fn check_request(
+    quotas: &[Value],
+    evaluator: &Evaluator,
+    obj: &Value,
+    old: Option<&Value>,
+    now: DateTime<Utc>,
+) -> Result<Charges, String> {
+    let mut interesting = Vec::new();
+    for (i, q) in quotas.iter().enumerate() {
+        let hard = parse_list(q.pointer("/status/hard"));
+        if !evaluator.matches(q, &hard, obj) {
+            continue;
+        }
+        let name = q
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let restricted = evaluator.matching_resources(hard.keys().map(String::as_str));
+        evaluator
+            .constraints(&restricted, obj)
+            .map_err(|e| format!("failed quota: {name}: {e}"))?;
+        let used = parse_list(q.pointer("/status/used"));
+        if restricted.iter().any(|r| !used.contains_key(r)) {
+            return Err(format!(
+                "status unknown for quota: {name}, resources: {}",
+                pretty_print_names(&restricted)
+            ));
+        }
+        interesting.push((i, hard, used));
+    }
+    if interesting.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut delta = evaluator.usage(obj, now);
+    let neg = negative(&delta);
+    if !neg.is_empty() {
+        return Err(format!(
+            "quota usage is negative for resource(s): {}",
+            pretty_print_names(&neg)
+        ));
+    }
+    if let Some(old) = old {
+        delta = subtract_non_negative(&delta, &evaluator.usage(old, now));
+    }
+    let delta = remove_zeros(&delta);
+    if delta.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut charges = Vec::new();
+    for (i, hard, used) in interesting {
+        let requested = mask(&delta, hard.keys().map(String::as_str));
+        let new_used = add(&used, &requested);
+        let masked = mask(&new_used, requested.keys().map(String::as_str));
+        let (ok, exceeded) = less_than_or_equal(&masked, &hard);
+        if !ok {
+            let name = quotas[i]
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let ex = || exceeded.iter().map(String::as_str);
+            return Err(format!(
+                "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
+                pretty_print(&mask(&requested, ex())),
+                pretty_print(&mask(&used, ex())),
+                pretty_print(&mask(&hard, ex())),
+            ));
+        }
+        if !equals(&new_used, &used) {
+            charges.push((i, new_used));
+        }
+    }
+    Ok(charges)
+}

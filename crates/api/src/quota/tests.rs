@@ -380,3 +380,159 @@ fn calculate_usage_sums_matching_objects() {
         "count/deployments.apps=0,pods=2,requests.cpu=1500m"
     );
 }
+
+#[test]
+fn check_request_table() {
+    let quota = |name: &str, hard: Value, used: Option<Value>| {
+        let mut q = json!({"metadata": {"name": name}, "spec": {"hard": hard.clone()}, "status": {"hard": hard}});
+        match used {
+            Some(u) => q["status"]["used"] = u,
+            None => q["status"]
+                .as_object_mut()
+                .unwrap()
+                .remove("used")
+                .map(|_| ())
+                .unwrap_or(()),
+        }
+        q
+    };
+    let mem_cpu = quota(
+        "mem-cpu-demo",
+        json!({"requests.cpu": "1", "requests.memory": "1Gi", "limits.cpu": "2", "limits.memory": "2Gi"}),
+        Some(
+            json!({"requests.cpu": "800m", "requests.memory": "600Mi", "limits.cpu": "800m", "limits.memory": "800Mi"}),
+        ),
+    );
+    let small = pod(json!([container(
+        "c",
+        json!({"cpu": "100m", "memory": "100Mi"}),
+        json!({"cpu": "200m", "memory": "200Mi"})
+    )]));
+    let big = pod(json!([container(
+        "c",
+        json!({"cpu": "100m", "memory": "700Mi"}),
+        json!({"cpu": "200m", "memory": "1Gi"})
+    )]));
+    let no_limits = pod(json!([container(
+        "c",
+        json!({"cpu": "100m", "memory": "100Mi"}),
+        json!({})
+    )]));
+    let pods_quota = quota("pods", json!({"pods": "2"}), Some(json!({"pods": "2"})));
+    let unknown = quota("fresh", json!({"pods": "2"}), None);
+    let unrelated = quota(
+        "svc",
+        json!({"services": "1"}),
+        Some(json!({"services": "0"})),
+    );
+
+    // Charged.
+    let charges = check_request(
+        std::slice::from_ref(&mem_cpu),
+        &Evaluator::Pod,
+        &small,
+        None,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(charges.len(), 1);
+    assert_eq!(
+        pretty_print(&charges[0].1),
+        "limits.cpu=1,limits.memory=1000Mi,requests.cpu=900m,requests.memory=700Mi"
+    );
+    // Exceeded: only the exceeded resources are printed.
+    assert_eq!(
+        check_request(std::slice::from_ref(&mem_cpu), &Evaluator::Pod, &big, None, now()),
+        Err("exceeded quota: mem-cpu-demo, requested: requests.memory=700Mi, used: requests.memory=600Mi, limited: requests.memory=1Gi".into())
+    );
+    assert_eq!(
+        check_request(
+            std::slice::from_ref(&mem_cpu),
+            &Evaluator::Pod,
+            &no_limits,
+            None,
+            now()
+        ),
+        Err(
+            "failed quota: mem-cpu-demo: must specify limits.cpu for: c; limits.memory for: c"
+                .into()
+        )
+    );
+    assert_eq!(
+        check_request(
+            &[unrelated.clone(), pods_quota],
+            &Evaluator::Pod,
+            &small,
+            None,
+            now()
+        ),
+        Err("exceeded quota: pods, requested: pods=1, used: pods=2, limited: pods=2".into())
+    );
+    assert_eq!(
+        check_request(&[unknown], &Evaluator::Pod, &small, None, now()),
+        Err("status unknown for quota: fresh, resources: pods".into())
+    );
+    // No matching quota: nothing to charge.
+    assert_eq!(
+        check_request(&[unrelated], &Evaluator::Pod, &small, None, now()),
+        Ok(vec![])
+    );
+    // A quota without status.hard yet constrains nothing (upstream).
+    let uncomputed = json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "0"}}});
+    assert_eq!(
+        check_request(&[uncomputed], &Evaluator::Pod, &small, None, now()),
+        Ok(vec![])
+    );
+    // Object counts.
+    let counts = quota(
+        "object-counts",
+        json!({"count/deployments.apps": "1", "configmaps": "2"}),
+        Some(json!({"count/deployments.apps": "1", "configmaps": "1"})),
+    );
+    assert_eq!(
+        check_request(std::slice::from_ref(&counts), &Evaluator::for_resource("apps", "deployments"), &json!({}), None, now()),
+        Err("exceeded quota: object-counts, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1".into())
+    );
+    let charges = check_request(
+        std::slice::from_ref(&counts),
+        &Evaluator::for_resource("", "configmaps"),
+        &json!({}),
+        None,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(
+        pretty_print(&charges[0].1),
+        "configmaps=2,count/deployments.apps=1"
+    );
+    // Updates pay the difference only: a service turning NodePort.
+    let svc_quota = quota(
+        "svc",
+        json!({"services": "5", "services.nodeports": "1"}),
+        Some(json!({"services": "1", "services.nodeports": "0"})),
+    );
+    let old = json!({"spec": {"type": "ClusterIP", "ports": [{"port": 80}]}});
+    let new = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+    let charges = check_request(
+        std::slice::from_ref(&svc_quota),
+        &Evaluator::Service,
+        &new,
+        Some(&old),
+        now(),
+    )
+    .unwrap();
+    assert_eq!(
+        pretty_print(&charges[0].1),
+        "services=1,services.nodeports=1"
+    );
+    assert_eq!(
+        check_request(
+            std::slice::from_ref(&svc_quota),
+            &Evaluator::Service,
+            &old,
+            Some(&old),
+            now()
+        ),
+        Ok(vec![])
+    );
+}

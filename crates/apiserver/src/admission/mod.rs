@@ -8,10 +8,12 @@
 
 mod default_ingress_class;
 mod default_toleration_seconds;
+mod limit_ranger;
 mod mutating_webhook;
 mod namespace_lifecycle;
 mod node_restriction;
 mod priority;
+mod resource_quota;
 mod service_account;
 pub(crate) mod validating_admission_policy;
 mod validating_webhook;
@@ -101,6 +103,7 @@ pub const ORDER: &[(&str, bool)] = &[
 fn build(name: &str) -> Option<Box<dyn Plugin>> {
     Some(match name {
         "NamespaceLifecycle" => Box::new(namespace_lifecycle::NamespaceLifecycle),
+        "LimitRanger" => Box::new(limit_ranger::LimitRanger),
         "ServiceAccount" => Box::new(service_account::ServiceAccount),
         "NodeRestriction" => Box::new(node_restriction::NodeRestriction),
         "Priority" => Box::new(priority::Priority),
@@ -115,6 +118,7 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
         "ValidatingAdmissionWebhook" => {
             Box::new(validating_webhook::ValidatingAdmissionWebhook::new())
         }
+        "ResourceQuota" => Box::new(resource_quota::ResourceQuota::new()),
         _ => return None,
     })
 }
@@ -241,6 +245,7 @@ mod tests {
     fn flags_choose_plugins_in_upstreams_order() {
         let all = [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "NodeRestriction",
             "Priority",
@@ -249,6 +254,7 @@ mod tests {
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook",
+            "ResourceQuota",
         ];
         let cases: &[(Config, Result<Vec<&str>, &str>)] = &[
             (cfg(&[], &[]), Ok(all.to_vec())),
@@ -256,12 +262,14 @@ mod tests {
                 cfg(&[], &["ServiceAccount", "Priority"]),
                 Ok(vec![
                     "NamespaceLifecycle",
+                    "LimitRanger",
                     "NodeRestriction",
                     "DefaultTolerationSeconds",
                     "DefaultIngressClass",
                     "MutatingAdmissionWebhook",
                     "ValidatingAdmissionPolicy",
                     "ValidatingAdmissionWebhook",
+                    "ResourceQuota",
                 ]),
             ),
             // The flag's order does not matter.
@@ -280,8 +288,8 @@ mod tests {
                 ),
             ),
             (
-                cfg(&["ResourceQuota"], &[]),
-                Err("admission plugins not implemented by Berth yet: ResourceQuota"),
+                cfg(&["PodSecurity"], &[]),
+                Err("admission plugins not implemented by Berth yet: PodSecurity"),
             ),
         ];
         for (c, want) in cases {
