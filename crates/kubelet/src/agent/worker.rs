@@ -51,6 +51,8 @@ pub struct Shared {
     pub allocatable: crate::node::Resources,
     /// ServiceAccount tokens of projected volumes (upstream's token manager).
     pub tokens: Arc<crate::token::TokenManager>,
+    /// The root, QoS and pod cgroups.
+    pub cgroups: Arc<crate::cgroups::NodeCgroups>,
 }
 
 /// The agent's pod statuses by uid (upstream's status manager cache).
@@ -345,13 +347,7 @@ impl Worker {
         }
         let cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
         // The pod-level cgroup and its limits, before runc creates the sandbox in it.
-        let spec = pod.spec.clone().unwrap_or_default();
-        let limits = crate::cgroups::pod_limits(
-            spec.init_containers.as_deref().unwrap_or_default(),
-            &spec.containers,
-            podspec::qos(pod),
-        );
-        if let Err(e) = crate::cgroups::setup_pod_cgroup(podspec::qos(pod), &self.uid, &limits) {
+        if let Err(e) = self.shared.cgroups.ensure_pod(pod, podspec::qos(pod)) {
             warn!(pod = %self.uid, error = %e, "pod cgroup limits");
         }
         let _ = std::fs::create_dir_all(&cfg.log_directory);
@@ -1319,7 +1315,9 @@ impl Worker {
             let _ = self.rt().remove_container(&c.id).await;
         }
         if let Some(p) = pod {
-            crate::cgroups::remove_pod_cgroups(podspec::qos(p), &self.uid);
+            if let Err(e) = self.shared.cgroups.remove_pod(&self.uid, podspec::qos(p)) {
+                warn!(pod = %self.uid, error = %e, "removing the pod cgroup");
+            }
             podspec::remove_pod_dirs(&self.shared.ctx, p);
         }
         self.sandbox = None;

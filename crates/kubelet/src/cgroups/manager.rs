@@ -153,6 +153,9 @@ pub enum CgroupError {
     },
     #[error("{0}")]
     Config(String),
+    /// A `--kube-reserved-cgroup` / `--system-reserved-cgroup` to enforce is missing.
+    #[error("failed to enforce reserved resources on cgroup {0:?}: cgroup does not exist")]
+    ReservedMissing(String),
 }
 
 pub type CgroupResult<T> = std::result::Result<T, CgroupError>;

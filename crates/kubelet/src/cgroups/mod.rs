@@ -7,7 +7,11 @@
 //! (here `memory:/process_api/…`, `cpu:/`) everything still nests correctly.
 //! Guaranteed pods sit directly under the root, as upstream's `kubepods/pod<uid>`.
 
+pub mod allocatable;
 pub mod manager;
+pub mod node;
+pub mod pod;
+pub mod qos;
 pub mod stats;
 pub mod v1;
 pub mod v2;
@@ -15,6 +19,8 @@ pub mod v2;
 pub use manager::{
     CgroupError, CgroupManager, CgroupMode, CgroupName, CgroupResult, ResourceConfig,
 };
+pub use node::{CgroupsConfig, NodeCgroups};
+pub use pod::{PodLimits, pod_limits};
 
 use std::path::{Path, PathBuf};
 
@@ -123,55 +129,6 @@ pub fn pod_cgroup_dirs(cgroup_root: &Path, proc_cgroup: &str, qos: Qos, uid: &st
     dirs
 }
 
-/// A pod's cgroup limits (upstream's `ResourceConfigForPod`): cpu.shares from
-/// the summed CPU requests, a CFS quota and a memory limit only when every
-/// container sets that limit. Init containers count as the larger of their
-/// own and the regular containers' sum, as upstream's pod requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PodLimits {
-    pub cpu_shares: i64,
-    pub cpu_quota: Option<i64>,
-    pub memory: Option<i64>,
-}
-
-pub fn pod_limits(init: &[Container], containers: &[Container], qos: Qos) -> PodLimits {
-    if qos == Qos::BestEffort {
-        return PodLimits {
-            cpu_shares: MIN_SHARES,
-            cpu_quota: None,
-            memory: None,
-        };
-    }
-    let sidecars = init
-        .iter()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-    let regular: Vec<&Container> = containers.iter().chain(sidecars).collect();
-    let sum = |f: &dyn Fn(&Container) -> Option<i64>| -> Option<i64> {
-        regular.iter().map(|c| f(c)).sum::<Option<i64>>()
-    };
-    let init_max = |f: &dyn Fn(&Container) -> Option<i64>, total: Option<i64>| -> Option<i64> {
-        init.iter()
-            .filter(|c| c.restart_policy.as_deref() != Some("Always"))
-            .try_fold(total?, |m, c| Some(m.max(f(c)?)))
-    };
-    let cpu_req = |c: &Container| {
-        Some(
-            quantity_milli(c, "requests", "cpu")
-                .or_else(|| quantity_milli(c, "limits", "cpu"))
-                .unwrap_or(0),
-        )
-    };
-    let cpu_lim = |c: &Container| quantity_milli(c, "limits", "cpu");
-    let mem_lim = |c: &Container| quantity_value(c, "limits", "memory");
-    let requested = init_max(&cpu_req, sum(&cpu_req)).unwrap_or(0);
-    PodLimits {
-        cpu_shares: (requested * 1024 / 1000).clamp(MIN_SHARES, MAX_SHARES),
-        cpu_quota: init_max(&cpu_lim, sum(&cpu_lim))
-            .map(|m| (m * CPU_PERIOD_US / 1000).max(MIN_QUOTA_US)),
-        memory: init_max(&mem_lim, sum(&mem_lim)),
-    }
-}
-
 /// The pod's cgroup directory in the v1 hierarchy of `controller`, nested as
 /// runc will nest it (under this process's cgroup of that controller).
 pub fn pod_cgroup_dir(proc_cgroup: &str, controller: &str, qos: Qos, uid: &str) -> Option<PathBuf> {
@@ -185,53 +142,6 @@ pub fn pod_cgroup_dir(proc_cgroup: &str, controller: &str, qos: Qos, uid: &str) 
             .join(own.trim_start_matches('/'))
             .join(pod_cgroup_parent(qos, uid)),
     )
-}
-
-/// Creates the pod's cgroup with its limits before the sandbox (cgroup v1
-/// cpu and memory controllers; on a pure v2 machine runc's own settings apply).
-pub fn setup_pod_cgroup(qos: Qos, uid: &str, limits: &PodLimits) -> std::io::Result<()> {
-    let proc = std::fs::read_to_string("/proc/self/cgroup")?;
-    if let Some(cpu) = pod_cgroup_dir(&proc, "cpu", qos, uid)
-        && Path::new("/sys/fs/cgroup/cpu").is_dir()
-    {
-        std::fs::create_dir_all(&cpu)?;
-        std::fs::write(cpu.join("cpu.shares"), limits.cpu_shares.to_string())?;
-        if let Some(q) = limits.cpu_quota {
-            std::fs::write(cpu.join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
-            std::fs::write(cpu.join("cpu.cfs_quota_us"), q.to_string())?;
-        }
-    }
-    if let Some(mem) = pod_cgroup_dir(&proc, "memory", qos, uid)
-        && Path::new("/sys/fs/cgroup/memory").is_dir()
-    {
-        std::fs::create_dir_all(&mem)?;
-        if let Some(m) = limits.memory {
-            std::fs::write(mem.join("memory.limit_in_bytes"), m.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// Removes a pod's (empty) cgroup directories after its containers are gone.
-/// Returns those that could not be removed (still in use).
-pub fn remove_pod_cgroups(qos: Qos, uid: &str) -> Vec<PathBuf> {
-    let proc = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    pod_cgroup_dirs(Path::new("/sys/fs/cgroup"), &proc, qos, uid)
-        .into_iter()
-        .filter(|d| d.exists() && remove_tree(d).is_err())
-        .collect()
-}
-
-/// rmdir depth first: cgroup directories are removed with rmdir, never unlink.
-fn remove_tree(dir: &Path) -> std::io::Result<()> {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_tree(&e.path())?;
-            }
-        }
-    }
-    std::fs::remove_dir(dir)
 }
 
 fn quantity_milli(c: &Container, which: &str, resource: &str) -> Option<i64> {
@@ -372,54 +282,6 @@ mod tests {
                 (shares, period, quota, mem, oom),
                 "{:?}",
                 c.resources
-            );
-        }
-    }
-
-    #[test]
-    fn pod_limits_sum_containers_and_need_every_limit() {
-        let g = container(
-            &[("cpu", "500m"), ("memory", "64Mi")],
-            &[("cpu", "500m"), ("memory", "64Mi")],
-        );
-        let b = container(&[("cpu", "250m")], &[("memory", "32Mi")]);
-        let be = container(&[], &[]);
-        let mut big_init = container(&[("cpu", "2")], &[("cpu", "2"), ("memory", "1Gi")]);
-        big_init.name = "init".into();
-        let cases = [
-            (
-                vec![],
-                vec![g.clone(), g.clone()],
-                Qos::Guaranteed,
-                (1024, Some(100_000), Some(128 << 20)),
-            ),
-            (
-                vec![],
-                vec![g.clone(), b.clone()],
-                Qos::Burstable,
-                (768, None, Some(96 << 20)),
-            ),
-            (
-                vec![],
-                vec![b.clone(), be.clone()],
-                Qos::Burstable,
-                (256, None, None),
-            ),
-            (vec![], vec![be.clone()], Qos::BestEffort, (2, None, None)),
-            // An init container larger than the containers' sum sets the pod's size.
-            (
-                vec![big_init],
-                vec![g.clone()],
-                Qos::Guaranteed,
-                (2048, Some(200_000), Some(1 << 30)),
-            ),
-        ];
-        for (init, cs, qos, (shares, quota, mem)) in cases {
-            let l = pod_limits(&init, &cs, qos);
-            assert_eq!(
-                (l.cpu_shares, l.cpu_quota, l.memory),
-                (shares, quota, mem),
-                "{qos:?}"
             );
         }
     }

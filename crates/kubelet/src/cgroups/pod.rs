@@ -1,0 +1,341 @@
+//! Pod-level cgroups (upstream's `pod_container_manager_linux.go` and
+//! `ResourceConfigForPod` in `helpers_linux.go`): `pod<uid>` under its QoS
+//! cgroup (Guaranteed pods directly under the root), cpu shares from the pod's
+//! CPU requests, a CFS quota and a memory limit when every container sets that
+//! limit, `pids.max` from `--pod-max-pids`, and `spec.overhead` added to the
+//! requests and to the declared limits.
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+
+use super::manager::{
+    CPU_PERIOD_US, CgroupName, MIN_SHARES, ResourceConfig, milli_cpu_to_quota, milli_cpu_to_shares,
+};
+use super::{Qos, quantity_milli, quantity_value};
+
+/// The pod's cgroup below Berth's root (`berth/burstable/pod<uid>`; upstream's
+/// cgroupfs names keep the uid's dashes).
+pub fn pod_cgroup_name(root: &CgroupName, qos: Qos, uid: &str) -> CgroupName {
+    let pod = format!("pod{uid}");
+    match qos {
+        Qos::Guaranteed => root.child(pod),
+        Qos::Burstable => root.child("burstable").child(pod),
+        Qos::BestEffort => root.child("besteffort").child(pod),
+    }
+}
+
+/// A pod's cgroup limits (upstream's `ResourceConfigForPod`): cpu.shares from
+/// the summed CPU requests, a CFS quota and a memory limit only when every
+/// container sets that limit. Init containers count as the larger of their
+/// own and the regular containers' sum, as upstream's pod requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodLimits {
+    pub cpu_shares: i64,
+    pub cpu_quota: Option<i64>,
+    pub memory: Option<i64>,
+}
+
+/// [`pod_limits_with_overhead`] without overhead.
+pub fn pod_limits(init: &[Container], containers: &[Container], qos: Qos) -> PodLimits {
+    pod_limits_with_overhead(init, containers, qos, Overhead::default())
+}
+
+/// A pod's `spec.overhead` (RuntimeClass overhead): CPU in milli-cores and memory in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Overhead {
+    pub cpu_milli: i64,
+    pub memory: i64,
+}
+
+impl Overhead {
+    pub fn of(spec: &PodSpec) -> Overhead {
+        let get = |r: &str| {
+            spec.overhead
+                .as_ref()
+                .and_then(|o| o.get(r))
+                .and_then(|q| berth_api::quantity::Quantity::parse(&q.0).ok())
+        };
+        Overhead {
+            cpu_milli: get("cpu").map_or(0, |q| q.milli_value()),
+            memory: get("memory").map_or(0, |q| q.value()),
+        }
+    }
+}
+
+/// Upstream's pod requests and limits: overhead is added to the requests, and
+/// to a limit only when the pod has that limit (every container declares it).
+pub fn pod_limits_with_overhead(
+    init: &[Container],
+    containers: &[Container],
+    qos: Qos,
+    overhead: Overhead,
+) -> PodLimits {
+    if qos == Qos::BestEffort {
+        return PodLimits {
+            cpu_shares: MIN_SHARES as i64,
+            cpu_quota: None,
+            memory: None,
+        };
+    }
+    let requested = pod_cpu_request_milli(init, containers) + overhead.cpu_milli;
+    let sidecars = init
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let regular: Vec<&Container> = containers.iter().chain(sidecars).collect();
+    let sum = |f: &dyn Fn(&Container) -> Option<i64>| -> Option<i64> {
+        regular.iter().map(|c| f(c)).sum::<Option<i64>>()
+    };
+    let init_max = |f: &dyn Fn(&Container) -> Option<i64>, total: Option<i64>| -> Option<i64> {
+        init.iter()
+            .filter(|c| c.restart_policy.as_deref() != Some("Always"))
+            .try_fold(total?, |m, c| Some(m.max(f(c)?)))
+    };
+    let cpu_lim = |c: &Container| quantity_milli(c, "limits", "cpu");
+    let mem_lim = |c: &Container| quantity_value(c, "limits", "memory");
+    PodLimits {
+        cpu_shares: milli_cpu_to_shares(requested) as i64,
+        cpu_quota: init_max(&cpu_lim, sum(&cpu_lim))
+            .map(|m| milli_cpu_to_quota(m + overhead.cpu_milli, CPU_PERIOD_US)),
+        memory: init_max(&mem_lim, sum(&mem_lim)).map(|m| m + overhead.memory),
+    }
+}
+
+/// The pod's CPU request in milli-cores without overhead (a container's limit
+/// stands for a missing request; init containers as the larger of their own and
+/// the containers' sum).
+pub fn pod_cpu_request_milli(init: &[Container], containers: &[Container]) -> i64 {
+    let cpu_req = |c: &Container| {
+        quantity_milli(c, "requests", "cpu")
+            .or_else(|| quantity_milli(c, "limits", "cpu"))
+            .unwrap_or(0)
+    };
+    let sidecars = init
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let total: i64 = containers.iter().chain(sidecars).map(cpu_req).sum();
+    init.iter()
+        .filter(|c| c.restart_policy.as_deref() != Some("Always"))
+        .map(cpu_req)
+        .fold(total, i64::max)
+}
+
+/// Settings of the pod cgroups (kubelet flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodCgroupConfig {
+    /// `--pod-max-pids`: -1 (the default) leaves pids.max unlimited.
+    pub pod_pids_limit: i64,
+    /// `--cpu-cfs-quota` (true by default): without it no CFS quota is written.
+    pub enforce_cpu_limits: bool,
+}
+
+impl Default for PodCgroupConfig {
+    fn default() -> Self {
+        PodCgroupConfig {
+            pod_pids_limit: -1,
+            enforce_cpu_limits: true,
+        }
+    }
+}
+
+/// The pod cgroup's [`ResourceConfig`] (upstream's `ResourceConfigForPod` plus the
+/// pod container manager's pids limit).
+pub fn resource_config_for_pod(spec: &PodSpec, qos: Qos, cfg: PodCgroupConfig) -> ResourceConfig {
+    let l = pod_limits_with_overhead(
+        spec.init_containers.as_deref().unwrap_or_default(),
+        &spec.containers,
+        qos,
+        Overhead::of(spec),
+    );
+    let quota = l
+        .cpu_quota
+        .map(|q| if cfg.enforce_cpu_limits { q } else { -1 });
+    ResourceConfig {
+        cpu_shares: Some(l.cpu_shares as u64),
+        cpu_quota: quota,
+        cpu_period: quota.map(|_| CPU_PERIOD_US),
+        memory: l.memory,
+        pids_limit: (cfg.pod_pids_limit > 0).then_some(cfg.pod_pids_limit),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
+    use std::collections::BTreeMap;
+
+    pub(crate) fn container(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
+        let m = |kv: &[(&str, &str)]| {
+            (!kv.is_empty()).then(|| {
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), Q(v.to_string())))
+                    .collect::<BTreeMap<_, _>>()
+            })
+        };
+        Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                requests: m(requests),
+                limits: m(limits),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn spec(cs: Vec<Container>, overhead: &[(&str, &str)]) -> PodSpec {
+        PodSpec {
+            containers: cs,
+            overhead: (!overhead.is_empty()).then(|| {
+                overhead
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), Q(v.to_string())))
+                    .collect()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pod_limits_sum_containers_and_need_every_limit() {
+        let g = container(
+            &[("cpu", "500m"), ("memory", "64Mi")],
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
+        let b = container(&[("cpu", "250m")], &[("memory", "32Mi")]);
+        let be = container(&[], &[]);
+        let mut big_init = container(&[("cpu", "2")], &[("cpu", "2"), ("memory", "1Gi")]);
+        big_init.name = "init".into();
+        let cases = [
+            (
+                vec![],
+                vec![g.clone(), g.clone()],
+                Qos::Guaranteed,
+                (1024, Some(100_000), Some(128 << 20)),
+            ),
+            (
+                vec![],
+                vec![g.clone(), b.clone()],
+                Qos::Burstable,
+                (768, None, Some(96 << 20)),
+            ),
+            (
+                vec![],
+                vec![b.clone(), be.clone()],
+                Qos::Burstable,
+                (256, None, None),
+            ),
+            (vec![], vec![be.clone()], Qos::BestEffort, (2, None, None)),
+            // An init container larger than the containers' sum sets the pod's size.
+            (
+                vec![big_init],
+                vec![g.clone()],
+                Qos::Guaranteed,
+                (2048, Some(200_000), Some(1 << 30)),
+            ),
+        ];
+        for (init, cs, qos, (shares, quota, mem)) in cases {
+            let l = pod_limits(&init, &cs, qos);
+            assert_eq!(
+                (l.cpu_shares, l.cpu_quota, l.memory),
+                (shares, quota, mem),
+                "{qos:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn resource_config_adds_overhead_and_pids() {
+        let g = container(
+            &[("cpu", "500m"), ("memory", "64Mi")],
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
+        let b = container(&[("cpu", "250m")], &[("memory", "32Mi")]);
+        let be = container(&[], &[]);
+        let def = PodCgroupConfig::default();
+        let pids = PodCgroupConfig {
+            pod_pids_limit: 1024,
+            ..def
+        };
+        let no_cfs = PodCgroupConfig {
+            enforce_cpu_limits: false,
+            ..def
+        };
+        // (spec, qos, config) → (shares, quota, period, memory, pids)
+        let cases = [
+            (
+                spec(vec![g.clone()], &[]),
+                Qos::Guaranteed,
+                def,
+                (512, Some(50_000), Some(100_000), Some(64 << 20), None),
+            ),
+            // Overhead counts in the request and in both declared limits.
+            (
+                spec(vec![g.clone()], &[("cpu", "250m"), ("memory", "16Mi")]),
+                Qos::Guaranteed,
+                pids,
+                (768, Some(75_000), Some(100_000), Some(80 << 20), Some(1024)),
+            ),
+            // Burstable: no CPU limit declared, so overhead reaches only the
+            // request and the memory limit.
+            (
+                spec(vec![b.clone()], &[("cpu", "100m"), ("memory", "8Mi")]),
+                Qos::Burstable,
+                def,
+                (358, None, None, Some(40 << 20), None),
+            ),
+            (
+                spec(vec![be.clone()], &[]),
+                Qos::BestEffort,
+                pids,
+                (2, None, None, None, Some(1024)),
+            ),
+            // --cpu-cfs-quota=false: quota unlimited.
+            (
+                spec(vec![g.clone()], &[]),
+                Qos::Guaranteed,
+                no_cfs,
+                (512, Some(-1), Some(100_000), Some(64 << 20), None),
+            ),
+        ];
+        for (s, qos, cfg, (shares, quota, period, mem, pids)) in cases {
+            let rc = resource_config_for_pod(&s, qos, cfg);
+            assert_eq!(
+                (
+                    rc.cpu_shares,
+                    rc.cpu_quota,
+                    rc.cpu_period,
+                    rc.memory,
+                    rc.pids_limit
+                ),
+                (Some(shares), quota, period, mem, pids),
+                "{qos:?} {:?}",
+                s.overhead
+            );
+        }
+    }
+
+    #[test]
+    fn pod_cgroups_nest_by_qos() {
+        let root = CgroupName::parse("berth");
+        assert_eq!(
+            pod_cgroup_name(&root, Qos::Guaranteed, "u-1").to_cgroupfs(),
+            "berth/podu-1"
+        );
+        assert_eq!(
+            pod_cgroup_name(&root, Qos::Burstable, "u-1").to_cgroupfs(),
+            "berth/burstable/podu-1"
+        );
+        assert_eq!(
+            pod_cgroup_name(&root, Qos::BestEffort, "u-1").to_cgroupfs(),
+            "berth/besteffort/podu-1"
+        );
+        for q in [Qos::Guaranteed, Qos::Burstable, Qos::BestEffort] {
+            assert_eq!(
+                pod_cgroup_name(&root, q, "u").to_cgroupfs(),
+                super::super::pod_cgroup_parent(q, "u")
+            );
+        }
+    }
+}
