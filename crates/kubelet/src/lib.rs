@@ -11,6 +11,7 @@ pub mod cgroups;
 pub mod cni;
 pub mod cri;
 pub mod envvars;
+pub mod eviction;
 pub mod images;
 pub mod node;
 pub mod prober;

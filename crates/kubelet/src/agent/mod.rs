@@ -4,6 +4,7 @@
 //! `fieldSelector=spec.nodeName=<node>`).
 
 pub mod actions;
+pub mod eviction;
 pub mod health;
 pub mod hooks;
 pub mod hosts;
@@ -64,6 +65,8 @@ pub struct AgentConfig {
     /// `--enforce-node-allocatable`, `--kube-reserved`, `--system-reserved` and
     /// their cgroups (the reservations also shape the Node's allocatable).
     pub cgroups: crate::cgroups::CgroupsConfig,
+    /// `--eviction-*` (the hard thresholds also shape the Node's allocatable).
+    pub eviction: crate::eviction::Settings,
 }
 
 impl AgentConfig {
@@ -81,6 +84,7 @@ impl AgentConfig {
             kubelet_port: 10250,
             client_ca_pem: None,
             cgroups: crate::cgroups::CgroupsConfig::default(),
+            eviction: crate::eviction::Settings::default(),
         }
     }
 }
@@ -145,6 +149,8 @@ impl Agent {
         let mut ncfg = NodeConfig::new(cfg.node_name.clone(), capacity);
         ncfg.kube_reserved = cfg.cgroups.allocatable.kube_reserved.clone();
         ncfg.system_reserved = cfg.cgroups.allocatable.system_reserved.clone();
+        let eviction_cfg = cfg.eviction.config()?;
+        ncfg.eviction_hard = cfg.eviction.flags.hard.clone();
         ncfg.addresses = vec![
             NodeAddress {
                 type_: "InternalIP".into(),
@@ -238,6 +244,7 @@ impl Agent {
             allocatable,
             tokens,
             cgroups,
+            evictions: Arc::new(crate::eviction::Evictions::default()),
         });
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),
@@ -266,6 +273,18 @@ impl Agent {
             });
             tasks.push(tokio::spawn(s.serve(deps)));
         }
+        tasks.push(tokio::spawn(eviction::run(
+            eviction_cfg,
+            shared.clone(),
+            monitor.clone(),
+            crate::stats::StatsConfig {
+                node_name: cfg.node_name.clone(),
+                root_dir: cfg.dir.clone(),
+                logs_dir: cfg.dir.join("logs"),
+                pods_dir: cfg.dir.join("pods"),
+                memory_capacity: u64::try_from(memory_capacity).unwrap_or(0),
+            },
+        )));
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
@@ -438,6 +457,7 @@ async fn watch_pods(shared: Arc<worker::Shared>) {
             }
             Event::Delete(p) => {
                 if let Some(uid) = p.metadata.uid.as_ref() {
+                    shared.evictions.forget(uid);
                     finished.remove(uid);
                     if let Some(tx) = workers.get(uid) {
                         let _ = tx.send(None);
@@ -456,6 +476,7 @@ fn dispatch(
     let Some(uid) = pod.metadata.uid.clone() else {
         return;
     };
+    shared.evictions.observe(&pod);
     if let Some(tx) = workers.get(&uid) {
         let _ = tx.send(Some(pod));
         return;

@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+mod evict;
+
 use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
 use super::status::{self, ContainerView};
 use crate::backoff::{self, Backoff};
@@ -53,6 +55,8 @@ pub struct Shared {
     pub tokens: Arc<crate::token::TokenManager>,
     /// The root, QoS and pod cgroups.
     pub cgroups: Arc<crate::cgroups::NodeCgroups>,
+    /// Evictions the eviction manager asks for, and its admission conditions.
+    pub evictions: Arc<crate::eviction::Evictions>,
 }
 
 /// The agent's pod statuses by uid (upstream's status manager cache).
@@ -570,6 +574,9 @@ impl Worker {
                 self.terminal = true;
                 self.stop_sandboxes().await;
             }
+            return;
+        }
+        if self.eviction_hook(pod).await {
             return;
         }
         match active_deadline_left(
