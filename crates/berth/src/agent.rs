@@ -35,6 +35,8 @@ pub struct AgentArgs {
     pub cluster_domain: String,
     #[command(flatten)]
     pub node_local_dns: crate::dns::NodeLocalDnsArgs,
+    #[command(flatten)]
+    pub cgroups: crate::cgroups::CgroupArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -115,7 +117,8 @@ pub async fn start(
     args: &AgentArgs,
     data_dir: &Path,
 ) -> Result<berth_kubelet::agent::Agent> {
-    let cfg = config(args, data_dir);
+    let mut cfg = config(args, data_dir);
+    cfg.cgroups = args.cgroups.config()?;
     let agent = berth_kubelet::agent::Agent::start(client, cfg)
         .await
         .context("starting the node agent (run with --disable-agent to go without one)")?;

@@ -14,6 +14,7 @@ use tracing::info;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
+mod cgroups;
 mod dns;
 mod footprint;
 mod images;
