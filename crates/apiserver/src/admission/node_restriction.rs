@@ -1,7 +1,8 @@
 //! NodeRestriction: a node agent (`system:node:<name>`) may only change
 //! itself and what is bound to it: its own Node (never the
 //! `node-restriction.kubernetes.io/` labels, nor taints once registered), its
-//! own Lease, the status of pods bound to it, and mirror pods. Token requests
+//! own Lease, the status of pods bound to it, mirror pods, and evictions of
+//! pods bound to it. Token requests
 //! by nodes are narrowed in `tokens.rs` (bound to a pod on that node).
 
 use async_trait::async_trait;
@@ -10,7 +11,7 @@ use serde_json::{Map, Value};
 use super::{Attributes, Operation, Plugin, forbidden};
 use crate::node_authorizer::node_name;
 use crate::rest::Rest;
-use crate::status::ApiResult;
+use crate::status::{ApiError, ApiResult};
 
 /// Labels only an administrator may set on a Node.
 const RESTRICTED_LABEL_PREFIX: &str = "node-restriction.kubernetes.io/";
@@ -25,7 +26,7 @@ impl Plugin for NodeRestriction {
 
     async fn validate(
         &self,
-        _rest: &Rest,
+        rest: &Rest,
         a: &Attributes<'_>,
         obj: Option<&Value>,
     ) -> ApiResult<()> {
@@ -33,6 +34,7 @@ impl Plugin for NodeRestriction {
             return Ok(());
         };
         match (a.rt.group, a.rt.kind) {
+            ("", "Pod") if a.subresource == Some("eviction") => pod_eviction(rest, a, node).await,
             ("", "Pod") => pod(a, node, obj),
             ("", "Node") => node_object(a, node, obj),
             ("coordination.k8s.io", "Lease") => {
@@ -98,6 +100,29 @@ fn pod(a: &Attributes<'_>, node: &str, obj: Option<&Value>) -> ApiResult<()> {
         )),
         _ => Ok(()),
     }
+}
+
+/// Upstream's `admitPodEviction`: a node evicts only pods bound to itself
+/// (the pod from the watch cache, else the store; a missing pod is 404).
+async fn pod_eviction(rest: &Rest, a: &Attributes<'_>, node: &str) -> ApiResult<()> {
+    if a.operation != Operation::Create {
+        return Ok(());
+    }
+    let key = crate::objects::key(a.rt, a.namespace, a.name);
+    let pod = match rest.cache.get(&key) {
+        Some(s) => crate::objects::decode_at(&s.bytes, s.mod_revision)?,
+        None => match rest.store.get(&key).await? {
+            Some(kv) => crate::objects::decode(&kv)?,
+            None => return Err(ApiError::not_found(a.rt, a.name)),
+        },
+    };
+    if bound_node(Some(&pod)) != node {
+        return Err(forbidden(
+            a,
+            format!("node {node} can only evict pods with spec.nodeName set to itself"),
+        ));
+    }
+    Ok(())
 }
 
 fn labels(obj: Option<&Value>) -> Map<String, Value> {

@@ -20,6 +20,10 @@ impl Drop for TempRest {
 }
 
 async fn temp_rest(tag: &str) -> TempRest {
+    temp_rest_with(tag, &[]).await
+}
+
+async fn temp_rest_with(tag: &str, plugins: &[&str]) -> TempRest {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -44,7 +48,7 @@ async fn temp_rest(tag: &str) -> TempRest {
         )),
         store,
         cache,
-        admission: admission::Chain::new(&[]),
+        admission: admission::Chain::new(plugins),
         authorizer: Arc::new(crate::authorization::Authorizer::new(vec![])),
     };
     TempRest { rest, dir }
@@ -405,6 +409,58 @@ async fn v1beta1_bodies_and_preconditions() {
     assert!(!objects::is_deleting(
         &get(&t, pods_rt(), "q").await.unwrap()
     ));
+}
+
+#[tokio::test]
+async fn nodes_evict_only_their_own_pods() {
+    let t = temp_rest_with("node", &["NodeRestriction"]).await;
+    put(&t, pods_rt(), &pod("p", true)).await;
+    let node = |name: &str| berth_api::user::UserInfo {
+        name: format!("system:node:{name}"),
+        groups: vec!["system:nodes".into()],
+        ..Default::default()
+    };
+    let as_node = |name: &str| {
+        let mut q = Query::parse(None);
+        q.user = Some(node(name));
+        q
+    };
+    let e = t
+        .rest
+        .evict(
+            &eviction_path("p"),
+            eviction("p", json!({})),
+            &as_node("n2"),
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 403);
+    assert_eq!(
+        e.message,
+        "pods \"p\" is forbidden: node n2 can only evict pods with spec.nodeName set to itself"
+    );
+    let e = t
+        .rest
+        .evict(
+            &eviction_path("gone"),
+            eviction("gone", json!({})),
+            &as_node("n1"),
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(e.code, 404);
+    let r = t
+        .rest
+        .evict(
+            &eviction_path("p"),
+            eviction("p", json!({})),
+            &as_node("n1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.code, 201);
 }
 
 #[test]
