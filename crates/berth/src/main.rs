@@ -187,6 +187,10 @@ struct ServerArgs {
     /// How often every HorizontalPodAutoscaler is synced (as kube-controller-manager's flag).
     #[arg(long, default_value = "15s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
     horizontal_pod_autoscaler_sync_period: std::time::Duration,
+    /// How often every ResourceQuota's usage is recomputed in full (as
+    /// kube-controller-manager's flag); changes are counted at once.
+    #[arg(long, default_value = "5m", value_parser = berth_controllers::nodelifecycle::parse_duration)]
+    resource_quota_sync_period: std::time::Duration,
     /// Usage within 1 ± this of the target keeps the replica count.
     #[arg(long, default_value_t = 0.1)]
     horizontal_pod_autoscaler_tolerance: f64,
@@ -381,6 +385,9 @@ async fn server(args: ServerArgs) -> Result<()> {
                 initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
                 downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
                 concurrent_syncs: args.concurrent_horizontal_pod_autoscaler_syncs,
+            },
+            resource_quota: berth_controllers::resourcequota::Config {
+                sync_period: args.resource_quota_sync_period,
             },
         };
         let component = start_component(

@@ -22,6 +22,7 @@ pub mod nodelifecycle;
 pub mod podautoscaler;
 pub mod podutil;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod serviceaccounttoken;
@@ -57,6 +58,8 @@ pub struct Config {
     /// The HorizontalPodAutoscaler controller's settings (upstream's
     /// `--horizontal-pod-autoscaler-*` flags).
     pub hpa: podautoscaler::Config,
+    /// The resource quota controller's settings (`--resource-quota-sync-period`).
+    pub resource_quota: resourcequota::Config,
 }
 
 /// Runs the legacy token Secret controller once its key and CA are read.
@@ -116,6 +119,7 @@ async fn run_csr_signer(client: kube::Client, config: Config) {
 /// Runs every controller until the process ends.
 pub async fn run_all(client: kube::Client, config: Config) {
     let hpa = config.hpa.clone();
+    let resource_quota = config.resource_quota.clone();
     tokio::join!(
         run_token_controller(
             client.clone(),
@@ -137,6 +141,7 @@ pub async fn run_all(client: kube::Client, config: Config) {
         endpoints::run(client.clone()),
         endpointslice::run(client.clone()),
         podautoscaler::run(client.clone(), hpa),
+        resourcequota::run(client.clone(), resource_quota),
         disruption::run(client.clone()),
         deployment::run(client),
     );
