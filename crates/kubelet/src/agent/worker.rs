@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 
 mod evict;
 
+use super::actions::{Action, compute_pod_actions};
 use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
 use super::status::{self, ContainerView};
 use crate::backoff::{self, Backoff};
@@ -191,15 +192,6 @@ fn service_account_name(pod: &Pod) -> &str {
         .and_then(|s| s.service_account_name.as_deref())
         .filter(|n| !n.is_empty())
         .unwrap_or("default")
-}
-
-/// Should an exited container be started again (upstream's `ShouldContainerBeRestarted`)?
-fn should_restart(policy: &str, exit_code: i32) -> bool {
-    match policy {
-        "Never" => false,
-        "OnFailure" => exit_code != 0,
-        _ => true,
-    }
 }
 
 /// The image pull policy, with upstream's default when the API left it unset.
@@ -603,53 +595,36 @@ impl Worker {
         self.apply_probes(pod, &init, &spec.containers, &mut views);
         self.acted = false;
         if sandbox_ok {
-            // Init containers one at a time, in order; regular ones after all succeeded.
-            let mut init_done = true;
-            for c in &init {
-                let v = views.get(&c.name).cloned().unwrap_or_default();
-                if status::init_done(c, &v) {
-                    continue;
-                }
-                let sidecar = status::is_sidecar(c);
-                match &v.latest {
-                    // A sidecar that exited is restarted whatever the pod's policy.
-                    Some(l) if l.state == ContainerState::Exited => {
-                        if sidecar || policy != "Never" {
-                            self.restart(pod, c, l, true).await;
+            let ephemeral = ephemeral_containers(pod);
+            let actions = compute_pod_actions(&init, &spec.containers, &ephemeral, &policy, &views);
+            let find = |name: &str, is_init: bool| {
+                let list = if is_init {
+                    &init[..]
+                } else {
+                    &spec.containers[..]
+                };
+                list.iter().find(|c| c.name == name)
+            };
+            for action in actions {
+                match action {
+                    Action::Start { name, init } => {
+                        if let Some(c) = find(&name, init) {
+                            self.start(pod, c, 0, init).await;
                         }
                     }
-                    // Running (a sidecar not started yet): the next one waits.
-                    Some(_) => {}
-                    None => self.start(pod, c, 0, true).await,
-                }
-                init_done = false;
-                break;
-            }
-            if init_done {
-                for c in &spec.containers {
-                    let v = views.get(&c.name).cloned().unwrap_or_default();
-                    match &v.latest {
-                        None => self.start(pod, c, 0, false).await,
-                        Some(l) if l.state == ContainerState::Exited => {
-                            if should_restart(&policy, l.exit_code) {
-                                self.restart(pod, c, l, false).await;
-                            }
+                    Action::Restart { name, init } => {
+                        let last = views.get(&name).and_then(|v| v.latest.clone());
+                        if let (Some(c), Some(last)) = (find(&name, init), last) {
+                            self.restart(pod, c, &last, init).await;
                         }
-                        Some(l) if l.state == ContainerState::Running => {
-                            self.waiting.remove(&c.name);
-                        }
-                        Some(_) => {}
                     }
-                }
-                // Ephemeral containers (kubectl debug): started once, never restarted.
-                for (c, target) in ephemeral_containers(pod) {
-                    let v = views.get(&c.name).cloned().unwrap_or_default();
-                    if v.latest.is_none() {
-                        let target_id = target
-                            .and_then(|t| views.get(&t))
-                            .and_then(|t| t.latest.as_ref())
-                            .map(|t| t.id.clone());
-                        self.start_in(pod, &c, 0, false, target_id).await;
+                    Action::StartEphemeral { name, target_id } => {
+                        if let Some((c, _)) = ephemeral.iter().find(|(c, _)| c.name == name) {
+                            self.start_in(pod, c, 0, false, target_id).await;
+                        }
+                    }
+                    Action::ClearWaiting { name } => {
+                        self.waiting.remove(&name);
                     }
                 }
             }
@@ -1464,19 +1439,6 @@ mod tests {
             ),
             secs(5)
         );
-    }
-
-    #[test]
-    fn restart_policy_decides_restarts() {
-        for (policy, code, want) in [
-            ("Always", 0, true),
-            ("Always", 1, true),
-            ("OnFailure", 0, false),
-            ("OnFailure", 2, true),
-            ("Never", 1, false),
-        ] {
-            assert_eq!(should_restart(policy, code), want, "{policy} {code}");
-        }
     }
 
     #[test]
