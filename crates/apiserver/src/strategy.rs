@@ -255,11 +255,17 @@ pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i
     requested.unwrap_or(default).max(0)
 }
 
-/// The `deletionTimestamp` of a graceful delete: now + grace, saturating at the
-/// last instant RFC 3339 (and Go's `metav1.Time`) can write, so a grace period
-/// near `i64::MAX` seconds means "never forced" instead of an overflow.
+/// The latest `deletionTimestamp` Berth writes: 9999-12-30T22:00:00Z, the last
+/// instant every client can decode (Go's `metav1.Time` goes to the end of year
+/// 9999, but jiff's `Timestamp`, which kube-rs clients and Berth's own
+/// controllers decode into, stops there).
+pub const LATEST_TIMESTAMP: i64 = 253_402_207_200;
+
+/// The `deletionTimestamp` of a graceful delete: now + grace, saturating at
+/// [`LATEST_TIMESTAMP`], so a grace period near `i64::MAX` seconds means "never
+/// forced" instead of an overflow.
 pub fn deletion_timestamp(now: chrono::DateTime<chrono::Utc>, grace: i64) -> String {
-    let latest = chrono::DateTime::<chrono::Utc>::from_timestamp(253_402_300_799, 0); // 9999-12-31T23:59:59Z
+    let latest = chrono::DateTime::<chrono::Utc>::from_timestamp(LATEST_TIMESTAMP, 0);
     let at = chrono::TimeDelta::try_seconds(grace)
         .and_then(|d| now.checked_add_signed(d))
         .filter(|at| latest.is_none_or(|l| *at <= l))
@@ -308,11 +314,16 @@ mod tests {
         for (grace, want) in [
             (0, "2027-01-15T08:00:00Z"),
             (30, "2027-01-15T08:00:30Z"),
-            (i64::MAX, "9999-12-31T23:59:59Z"),
-            (i64::MAX / 1000, "9999-12-31T23:59:59Z"),
-            (300_000_000_000, "9999-12-31T23:59:59Z"),
+            (i64::MAX, "9999-12-30T22:00:00Z"),
+            (i64::MAX / 1000, "9999-12-30T22:00:00Z"),
+            (300_000_000_000, "9999-12-30T22:00:00Z"),
         ] {
-            assert_eq!(deletion_timestamp(now, grace), want, "grace {grace}");
+            let got = deletion_timestamp(now, grace);
+            assert_eq!(got, want, "grace {grace}");
+            // What clients decode pods into must accept it.
+            let typed: Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time, _> =
+                serde_json::from_value(json!(got));
+            assert!(typed.is_ok(), "{got}: {typed:?}");
         }
     }
 

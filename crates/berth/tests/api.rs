@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::Server;
 use serde_json::{Value, json};
 
@@ -392,4 +394,74 @@ fn both_event_apis_and_both_hpa_versions_share_storage() {
     assert_eq!(code, 200, "{v1}");
     assert_eq!(v1["apiVersion"], "autoscaling/v1");
     assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 70);
+}
+
+/// Request fields near i64::MAX (grace periods, watch timeouts) answer like
+/// any other value instead of panicking a request task.
+#[test]
+fn overflowing_grace_periods_and_timeouts_do_not_panic() {
+    let s = Server::start("api-overflow");
+    let max = i64::MAX.to_string();
+    let pod = |name: &str, grace: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"nodeName":"n1","terminationGracePeriodSeconds":{grace},"containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    let pods = "/api/v1/namespaces/default/pods";
+    for (name, grace, query) in [
+        ("spec-grace", max.as_str(), String::new()),
+        ("query-grace", "30", format!("?gracePeriodSeconds={max}")),
+    ] {
+        let (code, _) = s.request("POST", pods, "application/json", Some(&pod(name, grace)));
+        assert_eq!(code, 201, "{name}");
+        // Running on a node: deleted gracefully, so the grace period counts.
+        let (code, _) = s.request(
+            "PATCH",
+            &format!("{pods}/{name}/status"),
+            "application/merge-patch+json",
+            Some(r#"{"status":{"phase":"Running"}}"#),
+        );
+        assert_eq!(code, 200, "{name}");
+        let (code, body) = s.request("DELETE", &format!("{pods}/{name}{query}"), "", None);
+        assert_eq!(code, 200, "{name}: {body}");
+        assert_eq!(
+            body["metadata"]["deletionTimestamp"], "9999-12-30T22:00:00Z",
+            "{name}: saturated"
+        );
+        assert_eq!(body["metadata"]["deletionGracePeriodSeconds"], i64::MAX);
+    }
+    // A watch with the largest timeout is an ordinary watch.
+    let out = s.curl(&[
+        "-s",
+        "-m",
+        "2",
+        &format!("{}{pods}?watch=1&timeoutSeconds={max}", s.http),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(r#""type":"ADDED""#), "{text}");
+    let (code, _) = s.request("GET", "/readyz", "", None);
+    assert_eq!(code, 200, "the server still serves");
+    // The controllers' pod informers still decode every pod: a ReplicaSet
+    // counts the pod it creates.
+    let rs = r#"{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"rs"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"rs"}},"template":{"metadata":{"labels":{"app":"rs"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}"#;
+    let (code, _) = s.request(
+        "POST",
+        "/apis/apps/v1/namespaces/default/replicasets",
+        "application/json",
+        Some(rs),
+    );
+    assert_eq!(code, 201);
+    common::wait_until(
+        Duration::from_secs(30),
+        "the ReplicaSet sees its pod",
+        || {
+            let (_, rs) = s.request(
+                "GET",
+                "/apis/apps/v1/namespaces/default/replicasets/rs",
+                "",
+                None,
+            );
+            rs["status"]["replicas"] == 1
+        },
+    );
 }
