@@ -1355,7 +1355,7 @@ fn subresource_paths(
     const PROXY_METHODS: &[&str] = &["delete", "get", "head", "options", "patch", "post", "put"];
 
     match sub {
-        "status" | "ephemeralcontainers" | "resize" => read_replace_patch(paths, &obj, k),
+        "status" | "ephemeralcontainers" => read_replace_patch(paths, &obj, k),
         "scale" => read_replace_patch(
             paths,
             &schema_ref("io.k8s.api.autoscaling.v1.Scale"),

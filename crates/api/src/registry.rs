@@ -125,7 +125,8 @@ const POD_SUBRESOURCES: &[&str] = &[
     "binding",
     "eviction",
     "ephemeralcontainers",
-    "resize",
+    // `resize` (in-place pod resize) is not served until the node agent can
+    // apply it: listed, it would only ever answer that resources are immutable.
     "proxy",
 ];
 

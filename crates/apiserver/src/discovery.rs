@@ -53,7 +53,7 @@ pub fn wants_aggregated(accept: &str) -> Option<&'static str> {
 
 fn sub_verbs(sub: &str) -> &'static [&'static str] {
     match sub {
-        "status" | "scale" | "ephemeralcontainers" | "resize" => &["get", "patch", "update"],
+        "status" | "scale" | "ephemeralcontainers" => &["get", "patch", "update"],
         "log" => &["get"],
         "exec" | "attach" | "portforward" => &["create", "get"],
         "binding" | "eviction" | "token" => &["create"],

@@ -128,9 +128,7 @@ impl Rest {
         let (obj, _) = self.current(rp.rt, ns_of(rp), name).await?;
         match rp.subresource.as_deref() {
             Some("scale") => Ok(scale_of(rp.rt, &obj)),
-            None | Some("status") | Some("ephemeralcontainers") | Some("resize") => {
-                Ok(self.to_version(rp.rt, obj))
-            }
+            None | Some("status") | Some("ephemeralcontainers") => Ok(self.to_version(rp.rt, obj)),
             Some("approval") if crate::csr::is_csr(rp.rt) => Ok(self.to_version(rp.rt, obj)),
             Some(_) => Err(ApiError::method_not_allowed()),
         }

@@ -292,7 +292,6 @@ impl Rest {
             None => UpdateScope::Main,
             Some("status") => UpdateScope::Status,
             Some("ephemeralcontainers") if rp.rt.kind == "Pod" => UpdateScope::EphemeralContainers,
-            Some("resize") => UpdateScope::Main,
             Some("finalize") if rp.rt.kind == "Namespace" => UpdateScope::Finalize,
             Some("approval") if crate::csr::is_csr(rp.rt) => UpdateScope::Approval,
             Some(_) => return Err(ApiError::method_not_allowed()),
