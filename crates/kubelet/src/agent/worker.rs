@@ -330,6 +330,10 @@ impl Worker {
                     podspec::sandbox_config(&self.shared.ctx, pod, s.attempt),
                 ));
                 self.write_hosts_file(pod);
+                // The adopted pod counts in its QoS cgroup again; limits re-applied.
+                if let Err(e) = self.shared.cgroups.ensure_pod(pod, podspec::qos(pod)) {
+                    warn!(pod = %self.uid, error = %e, "pod cgroup limits");
+                }
                 return true;
             }
         }
