@@ -501,6 +501,9 @@ async fn remove_orphans(shared: &worker::Shared, live: &HashSet<String>) {
         let _ = shared.runtime.stop_sandbox(&s.id).await;
         let _ = shared.runtime.remove_sandbox(&s.id).await;
     }
+    for uid in shared.cgroups.remove_orphans(live) {
+        info!(pod = %uid, "removed the cgroup of a pod that is gone");
+    }
 }
 
 /// Acts on the probe manager's output: events, kills of containers that failed

@@ -206,6 +206,37 @@ impl NodeCgroups {
         r
     }
 
+    /// Removes the cgroups of pods that are not in `live` (uids): pods deleted
+    /// while the agent was down (upstream's `cleanupOrphanedPodCgroups`). Returns
+    /// the uids whose cgroups were removed; busy ones are kept for later.
+    pub fn remove_orphans(&self, live: &std::collections::HashSet<String>) -> Vec<String> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        let mut removed = Vec::new();
+        for qos in [Qos::Guaranteed, Qos::Burstable, Qos::BestEffort] {
+            let parent = qos::qos_cgroup_name(&self.root, qos).unwrap_or_else(|| self.root.clone());
+            let mut uids = std::collections::BTreeSet::new();
+            for dir in self.manager.paths(&parent) {
+                for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    if let Some(uid) = name.strip_prefix("pod")
+                        && e.file_type().is_ok_and(|t| t.is_dir())
+                    {
+                        uids.insert(uid.to_string());
+                    }
+                }
+            }
+            for uid in uids.into_iter().filter(|u| !live.contains(u)) {
+                match self.remove_pod(&uid, qos) {
+                    Ok(()) => removed.push(uid),
+                    Err(e) => warn!(pod = %uid, error = %e, "removing an orphaned pod cgroup"),
+                }
+            }
+        }
+        removed
+    }
+
     /// Rewrites the Burstable cgroup's shares from its pods' requests.
     pub fn update_qos(&self) -> CgroupResult<()> {
         if !self.enabled {
@@ -527,6 +558,37 @@ mod tests {
         let bad = bad.unwrap_or_else(|e| std::panic::resume_unwind(e));
         assert!(bad.is_empty(), "wrong values: {bad:?}");
         assert!(removed);
+    }
+
+    #[test]
+    fn orphaned_pod_cgroups_are_removed() {
+        let t = TempDir::new("node-orphans");
+        for c in ["cpu", "memory/m", "systemd"] {
+            std::fs::create_dir_all(t.path().join(c)).unwrap();
+        }
+        let m = V1Manager::new(t.path(), "9:name=systemd:/\n4:memory:/m\n1:cpu:/\n");
+        let cap = parse_resources("cpu=2,memory=4Gi").unwrap();
+        let n =
+            NodeCgroups::start(Box::new(m), CgroupName::parse("berth"), cfg("", ""), &cap).unwrap();
+        for (u, q) in [
+            ("live", Qos::Burstable),
+            ("gone", Qos::Burstable),
+            ("gone2", Qos::Guaranteed),
+        ] {
+            n.ensure_pod(&pod(u, &[("cpu", "100m")], &[]), q).unwrap();
+        }
+        // runc's own directory of a pod in another hierarchy counts too.
+        std::fs::create_dir_all(t.path().join("systemd/berth/besteffort/podgone3")).unwrap();
+        let live = ["live".to_string()].into_iter().collect();
+        let mut removed = n.remove_orphans(&live);
+        removed.sort();
+        assert_eq!(removed, ["gone", "gone2", "gone3"]);
+        assert!(t.path().join("cpu/berth/burstable/podlive").is_dir());
+        assert!(!t.path().join("cpu/berth/burstable/podgone").exists());
+        assert!(!t.path().join("memory/m/berth/podgone2").exists());
+        assert!(!t.path().join("systemd/berth/besteffort/podgone3").exists());
+        // The QoS shares no longer count the orphan.
+        assert_eq!(read(t.path().join("cpu/berth/burstable/cpu.shares")), "102");
     }
 
     #[test]
