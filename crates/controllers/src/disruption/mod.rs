@@ -312,7 +312,13 @@ pub async fn run(client: kube::Client) {
                 Ok(Some(after)) => later(&tx, k, after),
                 Ok(None) => {}
                 Err(e) => {
-                    warn!(controller = "disruption", pdb = %format!("{}/{}", k.0, k.1), error = %e, "sync failed; retrying");
+                    let pdb = format!("{}/{}", k.0, k.1);
+                    // A write from a cache behind the eviction API's: expected, retried.
+                    if matches!(&e, kube::Error::Api(s) if s.code == 409) {
+                        debug!(controller = "disruption", %pdb, "status conflict; retrying");
+                    } else {
+                        warn!(controller = "disruption", %pdb, error = %e, "sync failed; retrying");
+                    }
                     later(&tx, k, RETRY);
                 }
             }
