@@ -315,6 +315,43 @@ pub fn fail_safe(
     status
 }
 
+/// Upstream's `stalePodDisruptionTimeout`: how long a pod may carry a
+/// `DisruptionTarget` condition without being deleted before it is reset.
+pub const STALE_POD_DISRUPTION_TIMEOUT: SignedDuration = SignedDuration::from_secs(120);
+
+/// Upstream's `nonTerminatingPodHasStaleDisruptionCondition`: for a pod that
+/// is not being deleted, not terminal, and carries a True `DisruptionTarget`
+/// condition not set by the kubelet, how long until it is stale (zero: now).
+pub fn stale_disruption_wait(p: &Pod, now: Timestamp) -> Option<std::time::Duration> {
+    if podutil::is_terminating(p) || podutil::is_finished(p) {
+        return None;
+    }
+    let cond = p
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget")?;
+    if cond.status != "True" || cond.reason.as_deref() == Some("TerminationByKubelet") {
+        return None;
+    }
+    let since = cond.last_transition_time.as_ref().map_or(now, |t| t.0);
+    let left = STALE_POD_DISRUPTION_TIMEOUT - now.duration_since(since);
+    Some(std::time::Duration::try_from(left).unwrap_or(std::time::Duration::ZERO))
+}
+
+/// The `pods/<n>/status` strategic merge patch that resets a stale
+/// `DisruptionTarget` condition (upstream's UpdatePodCondition with only the
+/// type and status False: reason and message go).
+pub fn reset_disruption_target_patch(now: Timestamp) -> serde_json::Value {
+    // metav1.Time: whole seconds.
+    let now = Timestamp::from_second(now.as_second()).unwrap_or(now);
+    serde_json::json!({"status": {"conditions": [{
+        "type": "DisruptionTarget", "status": "False", "reason": null, "message": null,
+        "lastTransitionTime": now.to_string()}]}})
+}
+
 /// A label selector as Go's `%v` prints a `*metav1.LabelSelector` (the
 /// UnmanagedPods event).
 pub fn go_selector(

@@ -5,7 +5,9 @@
 //! deleted nor just let go by the eviction API), desiredHealthy,
 //! disruptionsAllowed, the `disruptedPods` the eviction subresource recorded
 //! (dropped once their pod is deleting or gone, or after 2 minutes),
-//! observedGeneration and the `DisruptionAllowed` condition. The eviction
+//! observedGeneration and the `DisruptionAllowed` condition; and a pod's
+//! `DisruptionTarget` condition left True for 2 minutes without the pod being
+//! deleted is reset to False (upstream's stale pod disruption worker). The eviction
 //! subresource of the API server reads and spends what this writes.
 //!
 //! Decisions are in `compute.rs`; this file is the loop: informer caches of
@@ -27,7 +29,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
@@ -260,6 +262,8 @@ pub async fn run(client: kube::Client) {
     )));
     let t = tx.clone();
     let pdb_store = pdbs.clone();
+    let (stale_tx, stale_rx) = mpsc::unbounded_channel::<Key>();
+    let stale = stale_tx.clone();
     tasks.push(tokio::spawn(drain(
         reflector::reflector(pod_w, watch(Api::<Pod>::all(client.clone()))),
         move |ev| {
@@ -267,8 +271,17 @@ pub async fn run(client: kube::Client) {
                 for k in pdbs_for_pod(&pdb_store, &p) {
                     let _ = t.send(k);
                 }
+                if let Some(wait) = compute::stale_disruption_wait(&p, Timestamp::now()) {
+                    later(&stale, key_of(&p.metadata), wait);
+                }
             }
         },
+    )));
+    tasks.push(tokio::spawn(reset_stale_disruptions(
+        client.clone(),
+        pods.clone(),
+        stale_tx,
+        stale_rx,
     )));
     tasks.push(tokio::spawn(drain(
         reflector::reflector(
@@ -338,6 +351,46 @@ pub async fn run(client: kube::Client) {
     }
     for t in tasks {
         t.abort();
+    }
+}
+
+/// Upstream's stale pod disruption worker: a pod whose `DisruptionTarget`
+/// condition stayed True for 2 minutes without it being deleted gets the
+/// condition back to False.
+async fn reset_stale_disruptions(
+    client: kube::Client,
+    pods: Store<Pod>,
+    tx: mpsc::UnboundedSender<Key>,
+    mut rx: mpsc::UnboundedReceiver<Key>,
+) {
+    while let Some((ns, name)) = rx.recv().await {
+        let Some(pod) = Caches::get(&pods, &ns, &name) else {
+            continue;
+        };
+        let now = Timestamp::now();
+        match compute::stale_disruption_wait(&pod, now) {
+            None => continue,
+            Some(wait) if !wait.is_zero() => {
+                later(&tx, (ns, name), wait);
+                continue;
+            }
+            Some(_) => {}
+        }
+        let patch = compute::reset_disruption_target_patch(now);
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(_) => {
+                debug!(controller = "disruption", pod = %format!("{ns}/{name}"), "reset stale DisruptionTarget condition to False")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => {
+                warn!(controller = "disruption", pod = %format!("{ns}/{name}"), error = %e, "resetting a stale DisruptionTarget condition");
+                later(&tx, (ns, name), RETRY);
+            }
+        }
     }
 }
 

@@ -340,3 +340,81 @@ fn selectors_print_as_go_does() {
     );
     assert_eq!(go_selector(None), "nil");
 }
+
+#[test]
+fn stale_disruption_targets() {
+    let with = |status: &str, reason: &str, age: i64| {
+        let mut p = pod("p", true, None);
+        if let Some(st) = p.status.as_mut() {
+            st.conditions
+                .get_or_insert_with(Vec::new)
+                .push(PodCondition {
+                    type_: "DisruptionTarget".into(),
+                    status: status.into(),
+                    reason: Some(reason.into()),
+                    last_transition_time: Some(Time(now() - SignedDuration::from_secs(age))),
+                    ..Default::default()
+                });
+        }
+        p
+    };
+    let secs = |s| Some(std::time::Duration::from_secs(s));
+    assert_eq!(stale_disruption_wait(&pod("p", true, None), now()), None);
+    assert_eq!(
+        stale_disruption_wait(&with("True", "EvictionByEvictionAPI", 30), now()),
+        secs(90)
+    );
+    assert_eq!(
+        stale_disruption_wait(&with("True", "EvictionByEvictionAPI", 300), now()),
+        secs(0)
+    );
+    assert_eq!(
+        stale_disruption_wait(&with("False", "EvictionByEvictionAPI", 300), now()),
+        None
+    );
+    assert_eq!(
+        stale_disruption_wait(&with("True", "TerminationByKubelet", 300), now()),
+        None
+    );
+    let mut deleting = with("True", "PreemptionByScheduler", 300);
+    deleting.metadata.deletion_timestamp = Some(Time(now()));
+    assert_eq!(stale_disruption_wait(&deleting, now()), None);
+    let mut failed = with("True", "DeletionByTaintManager", 300);
+    if let Some(st) = failed.status.as_mut() {
+        st.phase = Some("Failed".into());
+    }
+    assert_eq!(stale_disruption_wait(&failed, now()), None);
+}
+
+#[test]
+fn the_reset_patch_keeps_the_other_conditions() {
+    let mut doc = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "status": {"conditions": [
+        {"type": "Ready", "status": "True"},
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting", "lastTransitionTime": "2026-12-01T09:00:00Z"}]}});
+    berth_api::strategic::apply(
+        &mut doc,
+        &reset_disruption_target_patch(now()),
+        "",
+        "v1",
+        "Pod",
+    )
+    .unwrap();
+    let conds = doc["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conds.len(), 2, "{doc}");
+    let c = conds
+        .iter()
+        .find(|c| c["type"] == "DisruptionTarget")
+        .unwrap();
+    assert_eq!(c["status"], "False");
+    assert!(
+        c.get("reason").is_none() && c.get("message").is_none(),
+        "{c}"
+    );
+    assert_eq!(c["lastTransitionTime"], now().to_string());
+    assert!(
+        conds
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    );
+}
