@@ -74,6 +74,13 @@ async fn stored_list(rest: &Rest, prefix: &str) -> ApiResult<Vec<Value>> {
     resp.kvs.iter().map(objects::decode).collect()
 }
 
+/// A quota status write's failure: the store's (a conflict is retried) or
+/// the encoding's.
+enum WriteError {
+    Store(StoreError),
+    Api(crate::status::ApiError),
+}
+
 fn revision_of(obj: &Value) -> i64 {
     objects::resource_version(obj)
         .and_then(|rv| rv.parse().ok())
@@ -127,22 +134,35 @@ impl Plugin for ResourceQuota {
             if charges.is_empty() || a.dry_run {
                 return Ok(());
             }
-            let mut failed = Vec::new();
-            for (i, used) in charges {
+            // The charged quotas are written together (the store commits
+            // concurrent writes as one group), each guarded by its own revision.
+            let writes = charges.into_iter().map(|(i, used)| {
                 let mut q = quotas[i].clone();
                 q["status"]["used"] = quota::list_to_json(&used);
                 let name = objects::name(&q).unwrap_or("").to_string();
                 let key = objects::key(quota_rt, Some(ns), &name);
-                match rest
-                    .store
-                    .update(&key, objects::encode(&q)?, revision_of(&quotas[i]))
-                    .await
-                {
+                let rev = revision_of(&quotas[i]);
+                async move {
+                    let written = match objects::encode(&q) {
+                        Ok(bytes) => rest
+                            .store
+                            .update(&key, bytes, rev)
+                            .await
+                            .map_err(WriteError::Store),
+                        Err(e) => Err(WriteError::Api(e)),
+                    };
+                    (name, written)
+                }
+            });
+            let mut failed = Vec::new();
+            for (name, written) in futures::future::join_all(writes).await {
+                match written {
                     Ok(_) => {}
-                    Err(StoreError::Conflict { .. }) => failed.push(name),
+                    Err(WriteError::Store(StoreError::Conflict { .. })) => failed.push(name),
                     // Deleted meanwhile: it constrains nothing any more.
-                    Err(StoreError::NotFound(_)) => {}
-                    Err(e) => return Err(e.into()),
+                    Err(WriteError::Store(StoreError::NotFound(_))) => {}
+                    Err(WriteError::Store(e)) => return Err(e.into()),
+                    Err(WriteError::Api(e)) => return Err(e),
                 }
             }
             if failed.is_empty() {
