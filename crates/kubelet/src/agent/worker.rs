@@ -939,13 +939,7 @@ impl Worker {
             let rec = &self.shared.recorder;
             rec.event(cref, EventType::Warning, "FailedPostStartHook", msg);
             rec.event(cref, EventType::Normal, "Killing", "FailedPostStartHook");
-            let grace = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-                .unwrap_or(30)
-                .max(0) as u64;
-            let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+            let grace = self.grace_period(pod, None);
             let _ = self.rt().stop_container(id, grace).await;
         }
     }
@@ -1168,37 +1162,29 @@ impl Worker {
             reason,
             message.to_string(),
         );
-        let grace = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.termination_grace_period_seconds)
-            .unwrap_or(30)
-            .max(0) as u64;
-        let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+        let grace = self.grace_period(pod, None);
         self.stop_containers(Some(pod), grace).await;
         let views = self.views().await;
         let mut st = self.generated_status(pod, &views, false, true);
         st.phase = Some("Failed".into());
         st.reason = Some(reason.into());
         st.message = Some(message.into());
-        self.shared.statuses.set(&self.uid, st.clone());
-        let value = serde_json::to_value(&st).unwrap_or_default();
-        let (name, ns, _) = podspec::meta(pod);
-        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
-        match api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(json!({"status": value})),
-            )
-            .await
-        {
-            Ok(_) => self.last_patch = Some(value),
-            Err(e) => warn!(pod = %name, error = %e, "pod status patch failed"),
-        }
-        self.terminal = true;
-        self.wake_at = None;
-        self.stop_sandboxes().await;
+        self.post_terminal(pod, st).await;
+    }
+
+    /// How long the pod's containers get to stop: `requested` (a deletion's
+    /// grace period), else the pod's terminationGracePeriodSeconds (30), never
+    /// negative and at most the agent's `max_grace`.
+    fn grace_period(&self, pod: &Pod, requested: Option<i64>) -> Duration {
+        let secs = requested
+            .or_else(|| {
+                pod.spec
+                    .as_ref()
+                    .and_then(|s| s.termination_grace_period_seconds)
+            })
+            .unwrap_or(30)
+            .max(0) as u64;
+        Duration::from_secs(secs).min(self.shared.max_grace)
     }
 
     async fn stop_sandboxes(&mut self) {
@@ -1333,17 +1319,7 @@ impl Worker {
     /// Graceful deletion: stop within the pod's grace period, clean up, then
     /// confirm with a grace-0 delete guarded by the pod's uid.
     async fn terminate(&mut self, pod: &Pod) {
-        let grace = pod
-            .metadata
-            .deletion_grace_period_seconds
-            .or_else(|| {
-                pod.spec
-                    .as_ref()
-                    .and_then(|s| s.termination_grace_period_seconds)
-            })
-            .unwrap_or(30)
-            .max(0) as u64;
-        let grace = Duration::from_secs(grace).min(self.shared.max_grace);
+        let grace = self.grace_period(pod, pod.metadata.deletion_grace_period_seconds);
         self.teardown(Some(pod), grace).await;
         let (name, ns, uid) = podspec::meta(pod);
         let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);

@@ -66,8 +66,13 @@ impl Worker {
         }
     }
 
-    /// Posts a terminal status and stops the sandbox: no container runs again.
-    async fn post_terminal(&mut self, pod: &Pod, st: k8s_openapi::api::core::v1::PodStatus) {
+    /// Posts a terminal status and stops the sandbox: no container runs again
+    /// (evictions, and `activeDeadlineSeconds` in the worker).
+    pub(super) async fn post_terminal(
+        &mut self,
+        pod: &Pod,
+        st: k8s_openapi::api::core::v1::PodStatus,
+    ) {
         self.shared.statuses.set(&self.uid, st.clone());
         let value = serde_json::to_value(&st).unwrap_or_default();
         let (name, ns, _) = podspec::meta(pod);
