@@ -153,16 +153,7 @@ fn pod_qos_and_root_cgroups_carry_the_computed_values() {
     let kube = format!("--kube-reserved=cpu={KUBE_RESERVED_CPU_MILLI}m,memory={KUBE_RESERVED}");
     let system = format!("--system-reserved=memory={SYSTEM_RESERVED}");
     let pids = format!("--pod-max-pids={POD_MAX_PIDS}");
-    let mut args = vec![kube.as_str(), system.as_str(), pids.as_str()];
-    // This CI machine's disk is often nearly full: with an eviction manager the
-    // default nodefs/imagefs thresholds would taint the node (memory's stays).
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["server", "--help"])
-        .output()
-        .unwrap();
-    if stdout(&help).contains("--eviction-hard") {
-        args.push("--eviction-hard=memory.available<100Mi");
-    }
+    let args = [kube.as_str(), system.as_str(), pids.as_str()];
     let s = Server::start_with_agent_args("cgroups", &args);
     let fs = Fs::here();
     // The Node registers once containerd and the local images are ready.

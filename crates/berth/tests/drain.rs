@@ -418,25 +418,6 @@ spec:
         command: [sleep, '3600']
 ";
 
-/// Hard eviction thresholds low enough that a nearly full disk on the test
-/// machine does not put the real node under DiskPressure (which taints it and
-/// evicts the pods this suite drains), where the binary has the flag.
-fn low_eviction_thresholds() -> Vec<&'static str> {
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["server", "--help"])
-        .output()
-        .map(|o| stdout(&o))
-        .unwrap_or_default();
-    if help.contains("--eviction-hard") {
-        vec![
-            "--eviction-hard",
-            "memory.available<1Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
-        ]
-    } else {
-        Vec::new()
-    }
-}
-
 /// [`wait_until`], but a timeout shows the pods and the events.
 fn wait_or_dump(s: &Server, limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + limit;
@@ -480,7 +461,7 @@ fn taints(s: &Server, node: &str) -> Vec<String> {
 
 #[test]
 fn drain_of_a_real_node_evicts_within_the_budget() {
-    let s = Server::start_with_agent_args("drain", &low_eviction_thresholds());
+    let s = Server::start_with_agent("drain");
     let node = {
         let mut name = String::new();
         wait_until(Duration::from_secs(60), "the real node Ready", || {

@@ -56,6 +56,17 @@ pub struct Server {
     agent_lock: Option<std::fs::File>,
 }
 
+/// Node agents under test keep upstream's memory threshold but not its disk
+/// ones (`nodefs.available<10%`, `imagefs.available<15%`): build artifacts
+/// often fill this machine's disk past them, which would put every test node
+/// under DiskPressure (tainted, pods evicted). A suite naming `--eviction-hard`
+/// itself (the eviction suite) keeps its own.
+fn with_test_eviction_thresholds(args: &mut Vec<String>) {
+    if !args.iter().any(|a| a.starts_with("--eviction-hard")) {
+        args.push("--eviction-hard=memory.available<100Mi".into());
+    }
+}
+
 /// Waits for the machine-wide agent lock.
 fn agent_lock() -> std::fs::File {
     let f = std::fs::OpenOptions::new()
@@ -127,7 +138,10 @@ impl Server {
 
     fn spawn(data_dir: PathBuf, extra: &[&str], agent: bool) -> Server {
         let agent_lock = agent.then(agent_lock);
-        let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let mut extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        if agent {
+            with_test_eviction_thresholds(&mut extra_args);
+        }
         let no_agent: &[&str] = if agent { &[] } else { &["--disable-agent"] };
         // The ingress controller binds ports: only suites that name them get one.
         let no_ingress: &[&str] = if extra.contains(&"--ingress-http-port") {
@@ -338,7 +352,8 @@ impl AgentProcess {
     pub fn join(server: &Server, tag: &str, args: &[&str]) -> AgentProcess {
         let lock = agent_lock();
         let data_dir = temp_dir(tag);
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        with_test_eviction_thresholds(&mut args);
         AgentProcess {
             child: spawn_agent(&data_dir, &args),
             data_dir,
