@@ -37,6 +37,8 @@ pub struct AgentArgs {
     pub node_local_dns: crate::dns::NodeLocalDnsArgs,
     #[command(flatten)]
     pub cgroups: crate::cgroups::CgroupArgs,
+    #[command(flatten)]
+    pub eviction: crate::eviction::EvictionArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -119,6 +121,7 @@ pub async fn start(
 ) -> Result<berth_kubelet::agent::Agent> {
     let mut cfg = config(args, data_dir);
     cfg.cgroups = args.cgroups.config()?;
+    cfg.eviction = args.eviction.settings()?;
     let agent = berth_kubelet::agent::Agent::start(client, cfg)
         .await
         .context("starting the node agent (run with --disable-agent to go without one)")?;

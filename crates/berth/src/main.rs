@@ -16,6 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod agent;
 mod cgroups;
 mod dns;
+mod eviction;
 mod footprint;
 mod images;
 mod metrics;
