@@ -183,6 +183,9 @@ pub async fn run(cfg: Config, stats: Arc<dyn SummaryProvider>, killer: Arc<dyn P
         let evicted = cycle(&mut state, &cfg, stats.as_ref(), killer.as_ref()).await;
         if evicted.is_none() {
             tokio::time::sleep(cfg.housekeeping_interval).await;
+        } else {
+            // Stats and kills that answer at once must not starve the runtime.
+            tokio::task::yield_now().await;
         }
     }
 }

@@ -158,39 +158,60 @@ fn first_if(a: bool, b: bool) -> Ordering {
 /// Orders `pods` for eviction in response to `signal`, first to go first.
 pub fn rank(pods: &mut [&Pod], signal: Signal, stats: &PodStatsByUid<'_>) {
     let resource = signal.resource();
-    let found = |p: &Pod| stats.get(uid(p)).copied();
-    // Without stats first; then the ordering's keys.
-    let no_stats = |a: &Pod, b: &Pod| first_if(found(a).is_none(), found(b).is_none());
-    let exceeds = |p: &Pod| {
-        found(p).is_some_and(|s| {
-            let req = if resource == Resource::Inodes {
-                pod_request(p, "inodes")
-            } else {
-                request_for(p, resource)
+    // Each pod's keys once: (stats missing, exceeds its request, priority, usage
+    // above its request), compared in upstream's order.
+    struct Key {
+        no_stats: bool,
+        exceeds: bool,
+        priority: i32,
+        above: Quantity,
+    }
+    let key = |p: &Pod| {
+        let Some(s) = stats.get(uid(p)).copied() else {
+            return Key {
+                no_stats: true,
+                exceeds: false,
+                priority: priority(p),
+                above: Quantity::zero(),
             };
-            usage(s, resource) > req
-        })
+        };
+        let used = usage(s, resource);
+        let request = request_for(p, resource);
+        // Inodes are weighed against an inodes request (none), like upstream.
+        let exceeds = if resource == Resource::Inodes {
+            used > pod_request(p, "inodes")
+        } else {
+            used > request
+        };
+        let mut above = used;
+        if resource != Resource::Pids {
+            above.sub(&request);
+        }
+        Key {
+            no_stats: false,
+            exceeds,
+            priority: priority(p),
+            above,
+        }
     };
-    let above_request = |p: &Pod| {
-        let mut u = found(p).map(|s| usage(s, resource)).unwrap_or_default();
-        u.sub(&request_for(p, resource));
-        u
-    };
-    let by_priority = |a: &Pod, b: &Pod| priority(a).cmp(&priority(b));
-    pods.sort_by(|a, b| {
-        let ns = no_stats(a, b);
-        if ns != Ordering::Equal || found(a).is_none() {
+    let mut keyed: Vec<(Key, &Pod)> = pods.iter().map(|p| (key(p), *p)).collect();
+    keyed.sort_by(|(a, _), (b, _)| {
+        let ns = first_if(a.no_stats, b.no_stats);
+        if ns != Ordering::Equal || a.no_stats {
             return ns;
         }
         match resource {
-            Resource::Pids => by_priority(a, b).then_with(|| {
-                // The larger process count first.
-                usage(found(b).expect("stats"), resource)
-                    .cmp(&usage(found(a).expect("stats"), resource))
-            }),
-            _ => first_if(exceeds(a), exceeds(b))
-                .then_with(|| by_priority(a, b))
-                .then_with(|| above_request(b).cmp(&above_request(a))),
+            // The larger process count first.
+            Resource::Pids => a
+                .priority
+                .cmp(&b.priority)
+                .then_with(|| b.above.cmp(&a.above)),
+            _ => first_if(a.exceeds, b.exceeds)
+                .then_with(|| a.priority.cmp(&b.priority))
+                .then_with(|| b.above.cmp(&a.above)),
         }
     });
+    for (slot, (_, p)) in pods.iter_mut().zip(keyed) {
+        *slot = p;
+    }
 }
