@@ -15,6 +15,7 @@ mod node_restriction;
 mod priority;
 mod resource_quota;
 mod service_account;
+mod taint_nodes_by_condition;
 pub(crate) mod validating_admission_policy;
 mod validating_webhook;
 mod webhook;
@@ -106,6 +107,7 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
         "LimitRanger" => Box::new(limit_ranger::LimitRanger),
         "ServiceAccount" => Box::new(service_account::ServiceAccount),
         "NodeRestriction" => Box::new(node_restriction::NodeRestriction),
+        "TaintNodesByCondition" => Box::new(taint_nodes_by_condition::TaintNodesByCondition),
         "Priority" => Box::new(priority::Priority),
         "DefaultTolerationSeconds" => {
             Box::new(default_toleration_seconds::DefaultTolerationSeconds)
@@ -248,6 +250,7 @@ mod tests {
             "LimitRanger",
             "ServiceAccount",
             "NodeRestriction",
+            "TaintNodesByCondition",
             "Priority",
             "DefaultTolerationSeconds",
             "DefaultIngressClass",
@@ -264,6 +267,7 @@ mod tests {
                     "NamespaceLifecycle",
                     "LimitRanger",
                     "NodeRestriction",
+                    "TaintNodesByCondition",
                     "DefaultTolerationSeconds",
                     "DefaultIngressClass",
                     "MutatingAdmissionWebhook",
