@@ -139,6 +139,8 @@ struct Controller {
     limiter: ZoneLimiter,
     scheduled: HashMap<String, Scheduled>,
     last_bulk: Option<Instant>,
+    /// The resourceVersion each node had at the last NoSchedule pass.
+    no_schedule_seen: HashMap<String, String>,
 }
 
 /// Runs both controllers until the task is dropped.
@@ -173,6 +175,7 @@ pub async fn run(client: kube::Client, cfg: Config) {
         limiter: ZoneLimiter::default(),
         scheduled: HashMap::new(),
         last_bulk: None,
+        no_schedule_seen: HashMap::new(),
     };
     tokio::join!(drain(node_stream), drain(lease_stream), ctl.run());
 }
@@ -240,6 +243,7 @@ impl Controller {
                 last_monitor = Some(Instant::now());
                 self.monitor_node_health().await;
             }
+            self.no_schedule_pass().await;
             self.evict_tainted_pods().await;
         }
     }
@@ -399,6 +403,45 @@ impl Controller {
                 continue;
             };
             self.patch_taints(name, node, &taints).await;
+        }
+    }
+
+    /// Upstream's doNoScheduleTaintingPass, run for every node that changed
+    /// since the last tick rather than once per monitor period: a node that
+    /// turns Ready (or comes under pressure) has its NoSchedule taints
+    /// (`not-ready`, which TaintNodesByCondition puts on every new Node,
+    /// `memory-pressure`, …) in step within a second. NoExecute taints stay
+    /// with the rate-limited monitor pass.
+    async fn no_schedule_pass(&mut self) {
+        let nodes = self.nodes.state();
+        self.no_schedule_seen.retain(|name, _| {
+            nodes
+                .iter()
+                .any(|n| n.metadata.name.as_deref() == Some(name.as_str()))
+        });
+        for node in nodes {
+            let (Some(name), Some(rv)) = (
+                node.metadata.name.as_deref(),
+                node.metadata.resource_version.as_deref(),
+            ) else {
+                continue;
+            };
+            if self.no_schedule_seen.get(name).map(String::as_str) == Some(rv) {
+                continue;
+            }
+            self.no_schedule_seen
+                .insert(name.to_string(), rv.to_string());
+            let no_execute = [health::TAINT_UNREACHABLE, health::TAINT_NOT_READY]
+                .into_iter()
+                .find(|k| health::has_no_execute(&node, k));
+            if let Some(taints) = health::reconcile_taints(
+                &node,
+                health::no_schedule_taints(&node),
+                no_execute,
+                Timestamp::now(),
+            ) {
+                self.patch_taints(name, &node, &taints).await;
+            }
         }
     }
 
