@@ -37,6 +37,42 @@ pub fn go_duration(d: Duration) -> String {
     out
 }
 
+/// Go's `time.ParseDuration` as upstream's flags take it: `90s`, `1m30s`,
+/// `1.5h`, `500ms`, `0`. None for anything else (a sign, a missing unit, a
+/// value past what a `Duration` holds).
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    if s.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..u] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * scale;
+        rest = &rest[u..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
 /// `value / div` with the fraction's trailing zeros dropped.
 fn fraction(value: u128, div: u128) -> String {
     let whole = value / div;
@@ -52,6 +88,26 @@ fn fraction(value: u128, div: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_parse_as_go() {
+        let ms = |n: u64| Some(Duration::from_millis(n));
+        for (text, want) in [
+            ("0", Some(Duration::ZERO)),
+            ("50s", ms(50_000)),
+            ("1m0s", ms(60_000)),
+            ("1m30s", ms(90_000)),
+            ("500ms", ms(500)),
+            ("1.5h", ms(5_400_000)),
+            ("", None),
+            ("5", None),
+            ("-5s", None),
+            ("5d", None),
+            ("99999999999999999999999999h", None),
+        ] {
+            assert_eq!(parse_go_duration(text), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn go_duration_formats_as_go() {

@@ -13,6 +13,8 @@ use crate::node::{EvictionThreshold, ThresholdValue};
 use crate::stats::summary::Summary;
 use crate::{Error, Result};
 
+pub use berth_api::duration::parse_go_duration;
+
 /// The signals Berth observes (upstream's `evictionapi.Signal` on Linux, without
 /// `allocatableMemory.available` and the split container filesystem).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,40 +153,6 @@ pub fn parse_map(s: &str) -> Result<BTreeMap<String, String>> {
                 .ok_or_else(|| Error::Eviction(p.to_string()))
         })
         .collect()
-}
-
-/// A Go duration (`90s`, `1m30s`, `5m`, `1h`, `500ms`).
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..u] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = &rest[u..];
-    }
-    Some(Duration::from_secs_f64(total))
 }
 
 fn threshold_value(signal: &str, v: &str) -> Result<ThresholdValue> {
