@@ -192,6 +192,28 @@ pub(crate) fn io_err(
     }
 }
 
+/// A cgroup file's trimmed contents; None when it is absent (a controller
+/// the hierarchy does not have).
+pub(crate) fn read_opt(p: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A value read from a cgroup file, or the file's name and text when it does
+/// not parse.
+pub(crate) fn parse<T: std::str::FromStr>(
+    name: &CgroupName,
+    p: &std::path::Path,
+    s: &str,
+) -> CgroupResult<T> {
+    s.parse().map_err(|_| CgroupError::Parse {
+        name: name.to_cgroupfs(),
+        path: p.to_path_buf(),
+        content: s.to_string(),
+    })
+}
+
 /// rmdir depth first: cgroup directories are removed with rmdir, never unlink
 /// (a fake tree's plain files are removed first so the same code serves it).
 pub(crate) fn remove_tree(dir: &std::path::Path) -> std::io::Result<()> {

@@ -211,29 +211,8 @@ pub fn container_resources(c: &Container, qos: Qos, memory_capacity: i64) -> Lin
 
 #[cfg(test)]
 mod tests {
+    use super::pod::tests::container;
     use super::*;
-    use k8s_openapi::api::core::v1::ResourceRequirements;
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
-    use std::collections::BTreeMap;
-
-    fn container(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
-        let m = |kv: &[(&str, &str)]| {
-            (!kv.is_empty()).then(|| {
-                kv.iter()
-                    .map(|(k, v)| (k.to_string(), Q(v.to_string())))
-                    .collect::<BTreeMap<_, _>>()
-            })
-        };
-        Container {
-            name: "c".into(),
-            resources: Some(ResourceRequirements {
-                requests: m(requests),
-                limits: m(limits),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn resources_follow_requests_and_limits() {

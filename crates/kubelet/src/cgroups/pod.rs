@@ -159,12 +159,14 @@ pub fn resource_config_for_pod(spec: &PodSpec, qos: Qos, cfg: PodCgroupConfig) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ResourceRequirements;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
     use std::collections::BTreeMap;
 
+    /// A container named `c` with these requests and limits (shared by the
+    /// cgroups module's tests).
     pub(crate) fn container(requests: &[(&str, &str)], limits: &[(&str, &str)]) -> Container {
         let m = |kv: &[(&str, &str)]| {
             (!kv.is_empty()).then(|| {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::manager::{
     CgroupError, CgroupManager, CgroupMode, CgroupName, CgroupResult, ResourceConfig,
-    hugepage_size_name, io_err, parse_hugepage_size_name, remove_tree,
+    hugepage_size_name, io_err, parse, parse_hugepage_size_name, read_opt, remove_tree,
 };
 
 /// The controllers whose files Berth writes (the cgroup is created in these).
@@ -103,20 +103,6 @@ impl V1Manager {
         }
         Ok(())
     }
-}
-
-fn read_opt(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn parse<T: std::str::FromStr>(name: &CgroupName, p: &Path, s: &str) -> CgroupResult<T> {
-    s.parse().map_err(|_| CgroupError::Parse {
-        name: name.to_cgroupfs(),
-        path: p.to_path_buf(),
-        content: s.to_string(),
-    })
 }
 
 /// The kernel's "no limit" for memory.limit_in_bytes (PAGE_COUNTER_MAX pages).

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::manager::{
     CPU_PERIOD_US, CgroupError, CgroupManager, CgroupMode, CgroupName, CgroupResult,
-    ResourceConfig, cpu_shares_to_weight, cpu_weight_to_shares, hugepage_size_name, io_err,
-    parse_hugepage_size_name, remove_tree,
+    ResourceConfig, cpu_shares_to_weight, cpu_weight_to_shares, hugepage_size_name, io_err, parse,
+    parse_hugepage_size_name, read_opt, remove_tree,
 };
 
 /// The controllers Berth enables for its cgroups (those the base offers).
@@ -161,20 +161,6 @@ fn words(p: &Path) -> Vec<String> {
         .split_whitespace()
         .map(|w| w.trim_start_matches('+').to_string())
         .collect()
-}
-
-fn read_opt(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn parse<T: std::str::FromStr>(name: &CgroupName, p: &Path, s: &str) -> CgroupResult<T> {
-    s.parse().map_err(|_| CgroupError::Parse {
-        name: name.to_cgroupfs(),
-        path: p.to_path_buf(),
-        content: s.to_string(),
-    })
 }
 
 impl CgroupManager for V2Manager {
