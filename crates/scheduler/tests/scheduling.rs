@@ -61,7 +61,7 @@ async fn create_node(
             ..Default::default()
         },
         spec: Some(NodeSpec {
-            taints: (!taints.is_empty()).then_some(taints),
+            taints: (!taints.is_empty()).then_some(taints.clone()),
             ..Default::default()
         }),
         status: None,
@@ -83,6 +83,15 @@ async fn create_node(
             name,
             &PatchParams::default(),
             &Patch::Merge(serde_json::json!({ "status": status })),
+        )
+        .await?;
+    // The node is Ready: lift the `not-ready` taint TaintNodesByCondition put on
+    // it at creation, as the node lifecycle controller would.
+    nodes
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": { "taints": taints } })),
         )
         .await?;
     Ok(())
