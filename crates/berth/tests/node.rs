@@ -1094,24 +1094,9 @@ fn berth_agent_joins_a_server_and_images_import() {
     // A server without its own agent, and `berth agent` as a separate process.
     let _g = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
     let s = Server::start_with(common::temp_dir("node-join"), &[]);
-    // The harness's machine-wide agent lock covers this agent too.
-    let _lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(std::env::temp_dir().join("berth-node-agent.lock"))
-        .expect("lock file");
-    _lock.lock().expect("agent lock");
-    let agent_dir = s.data_dir.join("joined");
-    let mut agent = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
-        .args(["agent", "--node-name", "joined-node", "--kubeconfig"])
-        .arg(&s.kubeconfig)
-        .arg("--data-dir")
-        .arg(&agent_dir)
-        .env("BERTH_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("berth agent");
+    // The harness's agent (its lock, test thresholds, cleanup even on panic).
+    let agent = common::AgentProcess::start(&s, "node-join-agent", &["--node-name", "joined-node"]);
+    let agent_dir = agent.data_dir.clone();
     wait_until(Duration::from_secs(60), "joined-node Ready", || {
         let out = s.kubectl(&[
             "get",
@@ -1173,10 +1158,7 @@ fn berth_agent_joins_a_server_and_images_import() {
         String::from_utf8_lossy(&imported.stdout)
     );
     s.k(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &agent.id().to_string()])
-        .status();
-    let _ = agent.wait();
+    drop(agent);
 }
 
 #[test]

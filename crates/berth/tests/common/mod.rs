@@ -63,9 +63,11 @@ pub struct Server {
 /// itself (the eviction suite) keeps its own.
 fn with_test_eviction_thresholds(args: &mut Vec<String>) {
     if !args.iter().any(|a| a.starts_with("--eviction-hard")) {
-        args.push("--eviction-hard=memory.available<100Mi".into());
+        args.push(TEST_EVICTION_HARD.into());
     }
 }
+
+const TEST_EVICTION_HARD: &str = "--eviction-hard=memory.available<100Mi";
 
 /// Waits for the machine-wide agent lock.
 fn agent_lock() -> std::fs::File {
