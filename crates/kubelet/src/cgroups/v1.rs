@@ -5,7 +5,7 @@
 //! Writes `cpu.shares`, `cpu.cfs_period_us`/`cpu.cfs_quota_us`,
 //! `memory.limit_in_bytes`, `pids.max` and `hugetlb.<size>.limit_in_bytes`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::manager::{
     CgroupError, CgroupManager, CgroupMode, CgroupName, CgroupResult, ResourceConfig,
