@@ -46,14 +46,8 @@ pub fn content(pod: &Pod, pod_ips: &[String], cluster_domain: &str, node_hosts: 
             "fe00::1\tip6-allnodes\n",
             "fe00::2\tip6-allrouters\n",
         ));
-        let name = pod.metadata.name.as_deref().unwrap_or_default();
         let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let hostname: String = spec
-            .hostname
-            .clone()
-            .unwrap_or_else(|| name.chars().take(63).collect())
-            .trim_end_matches(['-', '.'])
-            .to_string();
+        let hostname = super::podspec::pod_hostname(pod);
         let domain = spec
             .subdomain
             .as_deref()

@@ -150,12 +150,7 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
     let hostname = if spec.host_network.unwrap_or(false) {
         String::new()
     } else {
-        let short = spec
-            .hostname
-            .clone()
-            .unwrap_or_else(|| name.chars().take(63).collect::<String>())
-            .trim_end_matches(['-', '.'])
-            .to_string();
+        let short = pod_hostname(pod);
         // setHostnameAsFQDN: `hostname.subdomain.ns.svc.<domain>` (64 characters
         // at most, as upstream; a longer one keeps the short name).
         match spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
@@ -214,6 +209,19 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
         host_ipc: spec.host_ipc.unwrap_or(false),
         sysctls,
     }
+}
+
+/// The pod's own hostname (upstream's GeneratePodHostNameAndDomain):
+/// `spec.hostname`, else the pod's name cut to 63 characters, without
+/// trailing `-` or `.`. Used for the sandbox's UTS name and `/etc/hosts`.
+pub fn pod_hostname(pod: &Pod) -> String {
+    let name = meta(pod).0;
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.hostname.clone())
+        .unwrap_or_else(|| name.chars().take(63).collect())
+        .trim_end_matches(['-', '.'])
+        .to_string()
 }
 
 /// Where a volume is on the host, for the kinds the agent materialises itself
