@@ -99,45 +99,7 @@ pub fn target_node(spec: &PodSpec) -> Option<String> {
 
 pub use berth_api::taints::tolerates;
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let vals = r.values.as_deref().unwrap_or_default();
-    let num = |s: &str| s.parse::<i64>().ok();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| vals.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !vals.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (value.and_then(num), vals.first().and_then(|b| num(b)))
-            else {
-                return false;
-            };
-            if r.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
-}
-
-/// A term matches when all its expressions (labels) and fields (metadata.name)
-/// do; an empty term matches nothing.
-fn term_matches(t: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name: &str) -> bool {
-    let exprs = t.match_expressions.as_deref().unwrap_or_default();
-    let fields = t.match_fields.as_deref().unwrap_or_default();
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            let v = (r.key == "metadata.name").then_some(name);
-            requirement_matches(r, v)
-        })
-}
+use berth_api::nodeselector::{requirement_matches, term_matches};
 
 /// nodeSelector and required node affinity against the node.
 pub fn fits_affinity(spec: &PodSpec, node: &Node) -> bool {

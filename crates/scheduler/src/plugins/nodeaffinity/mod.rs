@@ -13,45 +13,7 @@ use crate::framework::{
 pub const NAME: &str = "NodeAffinity";
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
 
-fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = r.values.as_deref().unwrap_or_default();
-    match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => !value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        // Gt/Lt compare integers; a missing or non-numeric label never matches.
-        op @ ("Gt" | "Lt") => {
-            let (Some(v), [want]) = (value.and_then(|v| v.parse::<i64>().ok()), values) else {
-                return false;
-            };
-            let Ok(want) = want.parse::<i64>() else {
-                return false;
-            };
-            if op == "Gt" { v > want } else { v < want }
-        }
-        _ => false,
-    }
-}
-
-/// A term matches when all its expressions and fields do; an empty term matches nothing.
-pub fn term_matches(
-    term: &NodeSelectorTerm,
-    labels: &BTreeMap<String, String>,
-    node_name: &str,
-) -> bool {
-    let exprs = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields
-            .iter()
-            .all(|r| r.key == "metadata.name" && requirement_matches(r, Some(node_name)))
-}
+pub use berth_api::nodeselector::term_matches;
 
 /// `nodeSelector` and required affinity both have to hold.
 pub fn required_matches(pod: &PodInfo, node: &NodeInfo) -> bool {
