@@ -52,6 +52,7 @@ pub struct Plugins {
     pub score: Option<PluginSet>,
     pub reserve: Option<PluginSet>,
     pub permit: Option<PluginSet>,
+    pub pre_bind: Option<PluginSet>,
     pub bind: Option<PluginSet>,
 }
 

@@ -13,9 +13,12 @@ use std::time::{Duration, Instant};
 
 use berth_runtime::events::{EventSource, EventType, Recorder, RecorderOptions};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Binding, Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{
+    Binding, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -29,14 +32,17 @@ use crate::Error;
 use crate::cache::{Cache, is_terminal, node_name};
 use crate::config::SchedulerConfig;
 use crate::framework::affinity::NamespaceLabels;
+use crate::framework::storage::{StorageSnapshot, claim_key};
 use crate::framework::types::pod_key;
 use crate::framework::{
-    CycleState, Framework, Nomination, PodInfo, ScheduleError, SearchState, Snapshot, explain,
+    CycleState, Framework, Nomination, PodInfo, ScheduleError, SearchState, SharedStorage,
+    Snapshot, explain,
 };
 use crate::plugins::defaultpreemption::{
     REASON_PREEMPTION_BY_SCHEDULER, disruption_message, preempted_message,
 };
-use crate::plugins::new_framework;
+use crate::plugins::volumebinding::api::KubeVolumeApi;
+use crate::plugins::{Handle as PluginHandle, new_framework_with};
 use crate::queue::{Outcome, SchedulingQueue};
 
 pub const COMPONENT: &str = "default-scheduler";
@@ -104,8 +110,11 @@ struct Shared {
     queue: Mutex<SchedulingQueue>,
     wake: Condvar,
     cache: Mutex<Cache>,
-    /// Unbound pods this scheduler is responsible for, by key.
-    pending: Mutex<HashMap<String, Arc<Pod>>>,
+    /// Unbound pods this scheduler is responsible for, by key (shared with
+    /// VolumeBinding's PreBind, which gives up on a deleted pod).
+    pending: Arc<Mutex<HashMap<String, Arc<Pod>>>>,
+    /// Claims, volumes, classes and CSINodes for the volume plugins.
+    storage: Arc<SharedStorage>,
     namespaces: RwLock<Arc<NamespaceLabels>>,
     pdbs: RwLock<HashMap<String, PodDisruptionBudget>>,
     priority_classes: RwLock<HashMap<String, i32>>,
@@ -262,16 +271,27 @@ where
 
 /// Runs the scheduler until the watches end (they retry forever).
 pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Error> {
+    let pending: Arc<Mutex<HashMap<String, Arc<Pod>>>> = Arc::default();
+    let storage = Arc::new(SharedStorage::default());
+    let waiting = pending.clone();
+    let handle = PluginHandle {
+        volumes: Arc::new(KubeVolumeApi {
+            client: client.clone(),
+            storage: storage.clone(),
+            pod_exists: Arc::new(move |key: &str| lock(&waiting).contains_key(key)),
+        }),
+    };
     let mut profiles = HashMap::new();
     for p in config.effective_profiles() {
-        let fw = new_framework(&p)?;
+        let fw = new_framework_with(&p, &handle)?;
         profiles.insert(fw.scheduler_name.clone(), Arc::new(fw));
     }
     let shared = Arc::new(Shared {
         queue: Mutex::new(SchedulingQueue::default()),
         wake: Condvar::new(),
         cache: Mutex::new(Cache::default()),
-        pending: Mutex::new(HashMap::new()),
+        pending,
+        storage,
         namespaces: RwLock::new(Arc::default()),
         pdbs: RwLock::new(HashMap::new()),
         priority_classes: RwLock::new(HashMap::new()),
@@ -455,6 +475,68 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         tx,
     )));
 
+    // The volume plugins' objects. As upstream's EventsToRegister (PVC, PV,
+    // StorageClass and CSINode adds and updates), a change may make parked
+    // pods schedulable; the first lists gate the start like the nodes'.
+    readies.push(watch_storage::<PersistentVolumeClaim>(
+        &client,
+        &shared,
+        &mut tasks,
+        "persistentvolumeclaim",
+        |s, c| {
+            s.claims.insert(claim_key(&c), Arc::new(c));
+        },
+        |s, c| {
+            s.claims.remove(&claim_key(c));
+        },
+        |s, seen| s.claims.retain(|k, _| seen.contains(k)),
+    ));
+    readies.push(watch_storage::<PersistentVolume>(
+        &client,
+        &shared,
+        &mut tasks,
+        "persistentvolume",
+        |s, v| {
+            s.volumes
+                .insert(v.metadata.name.clone().unwrap_or_default(), Arc::new(v));
+        },
+        |s, v| {
+            s.volumes
+                .remove(v.metadata.name.as_deref().unwrap_or_default());
+        },
+        |s, seen| s.volumes.retain(|k, _| seen.contains(&format!("/{k}"))),
+    ));
+    readies.push(watch_storage::<StorageClass>(
+        &client,
+        &shared,
+        &mut tasks,
+        "storageclass",
+        |s, c| {
+            s.classes
+                .insert(c.metadata.name.clone().unwrap_or_default(), Arc::new(c));
+        },
+        |s, c| {
+            s.classes
+                .remove(c.metadata.name.as_deref().unwrap_or_default());
+        },
+        |s, seen| s.classes.retain(|k, _| seen.contains(&format!("/{k}"))),
+    ));
+    readies.push(watch_storage::<CSINode>(
+        &client,
+        &shared,
+        &mut tasks,
+        "csinode",
+        |s, n| {
+            s.csi_nodes
+                .insert(n.metadata.name.clone().unwrap_or_default(), Arc::new(n));
+        },
+        |s, n| {
+            s.csi_nodes
+                .remove(n.metadata.name.as_deref().unwrap_or_default());
+        },
+        |s, seen| s.csi_nodes.retain(|k, _| seen.contains(&format!("/{k}"))),
+    ));
+
     let stop = StopOnDrop(
         shared.clone(),
         tasks.iter().map(|t| t.abort_handle()).collect(),
@@ -502,6 +584,45 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
     drop(stop);
     let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     Ok(())
+}
+
+type StorageApply<K> = fn(&mut StorageSnapshot, K);
+type StorageDelete<K> = fn(&mut StorageSnapshot, &K);
+type StorageRelist = fn(&mut StorageSnapshot, &HashSet<String>);
+
+/// Watches one kind of storage object into `shared.storage`; adds and
+/// updates move parked pods (deletes cannot make a pod fit).
+fn watch_storage<K>(
+    client: &kube::Client,
+    shared: &Arc<Shared>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+    what: &'static str,
+    apply: StorageApply<K>,
+    delete: StorageDelete<K>,
+    relisted: StorageRelist,
+) -> tokio::sync::oneshot::Receiver<()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
+    tasks.push(tokio::spawn(drive(
+        watch::<K>(client),
+        what,
+        move |o: K| {
+            s1.storage.update(|s| apply(s, o));
+            s1.with_queue(|q| q.move_all_to_active_or_backoff());
+        },
+        move |o: K| s2.storage.update(|s| delete(s, &o)),
+        move |seen| s3.storage.update(|s| relisted(s, &seen)),
+        tx,
+    )));
+    rx
 }
 
 /// Stops the scheduling thread and the informers when `run` ends or is dropped.
@@ -688,25 +809,30 @@ impl Looper {
         if let Some(by_node) = lock(&self.shared.nominator).take_changes() {
             self.snapshot.nominated = Arc::new(by_node);
         }
+        if let Some(storage) = self.shared.storage.take_changes() {
+            self.snapshot.storage = storage;
+        }
         let pod_info = Arc::new(PodInfo::from_arc(pod.clone()));
         match fw.schedule_pod(&pod_info, &self.snapshot, &mut self.search) {
-            Ok(res) => {
+            Ok(mut res) => {
                 let host = res.suggested_host.clone();
-                let mut state = CycleState::default();
+                let mut state = std::mem::take(&mut res.state);
                 let s = fw.run_reserve(&mut state, &pod_info, &host);
-                let s = if s.is_success() {
-                    fw.run_permit(&state, &pod_info, &host)
-                } else {
-                    s
-                };
                 if !s.is_success() {
-                    warn!(pod = key, node = %host, status = %s, "reserve/permit rejected the pod");
+                    warn!(pod = key, node = %host, status = %s, "reserve rejected the pod");
+                    return Outcome::Error;
+                }
+                let s = fw.run_permit(&state, &pod_info, &host);
+                if !s.is_success() {
+                    warn!(pod = key, node = %host, status = %s, "permit rejected the pod");
+                    fw.run_unreserve(&mut state, &pod_info, &host);
                     return Outcome::Error;
                 }
                 let mut binding = match fw.run_bind(&pod_info, &host) {
                     Ok(b) => b,
                     Err(st) => {
                         warn!(pod = key, status = %st, "no binding");
+                        fw.run_unreserve(&mut state, &pod_info, &host);
                         return Outcome::Error;
                     }
                 };
@@ -718,10 +844,11 @@ impl Looper {
                     .insert(CANDIDATES_ANNOTATION.to_string(), why.clone());
                 if let Err(e) = self.shared.cache().assume_pod(pod_info.clone(), &host) {
                     warn!(pod = key, error = %e, "assume failed");
+                    fw.run_unreserve(&mut state, &pod_info, &host);
                     return Outcome::Error;
                 }
                 debug!(pod = key, node = %host, feasible = res.feasible_nodes, candidates = %why, "assumed");
-                self.spawn_bind(pod, binding, host);
+                self.spawn_bind(fw, pod_info, state, binding, host);
                 Outcome::Scheduled
             }
             Err(ScheduleError::Internal(st)) => {
@@ -762,8 +889,18 @@ impl Looper {
         }
     }
 
-    /// Binds in the background; the cache already counts the pod on `host`.
-    fn spawn_bind(&self, pod: Arc<Pod>, binding: Binding, host: String) {
+    /// PreBind then Bind in the background (upstream's binding cycle); the
+    /// cache already counts the pod on `host`. A failure unreserves, forgets
+    /// the pod and retries it after its backoff.
+    fn spawn_bind(
+        &self,
+        fw: Arc<Framework>,
+        pod_info: Arc<PodInfo>,
+        mut state: CycleState,
+        binding: Binding,
+        host: String,
+    ) {
+        let pod = pod_info.pod.clone();
         let shared = self.shared.clone();
         let recorder = self.recorder.clone();
         let slots = self.bindings.clone();
@@ -774,18 +911,28 @@ impl Looper {
             .unwrap_or_else(|| "default".into());
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         self.handle.spawn(async move {
-            let _slot = slots.acquire_owned().await;
             let name = pod.metadata.name.clone().unwrap_or_default();
             let key = pod_key(&pod);
-            // The server answers with a Status, not a Binding.
-            let res = api
-                .create_subresource::<_, serde_json::Value>(
+            // PreBind may wait minutes for volumes: outside the binding slots.
+            let pre_bind = fw.run_pre_bind(&state, &pod_info, &host).await;
+            let res = if pre_bind.is_success() {
+                let _slot = slots.acquire_owned().await;
+                // The server answers with a Status, not a Binding.
+                api.create_subresource::<_, serde_json::Value>(
                     "binding",
                     &name,
                     &PostParams::default(),
                     &binding,
                 )
-                .await;
+                .await
+                .map_err(|e| e.to_string())
+            } else {
+                Err(format!(
+                    "running PreBind plugin {:?}: {}",
+                    pre_bind.plugin(),
+                    pre_bind.message()
+                ))
+            };
             match res {
                 Ok(_) => recorder.event(
                     &pod,
@@ -795,6 +942,11 @@ impl Looper {
                 ),
                 Err(e) => {
                     warn!(pod = %key, node = %host, error = %e, "binding failed");
+                    if !pre_bind.is_success() {
+                        // As upstream's failure handler: the pod says why it waits.
+                        recorder.event(&pod, EventType::Warning, "FailedScheduling", e.clone());
+                    }
+                    fw.run_unreserve(&mut state, &pod_info, &host);
                     shared.cache().forget_pod(&key);
                     let still_pending = lock(&shared.pending).contains_key(&key);
                     if still_pending {

@@ -5,6 +5,8 @@ use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use super::snapshot::Snapshot;
 use super::status::Status;
 use super::types::{NodeInfo, PodInfo};
@@ -25,6 +27,18 @@ pub struct CycleState {
     /// cycle so the per-node loop does no lookups.
     pub filter_skip_mask: Vec<bool>,
     pub skip_score: HashSet<&'static str>,
+}
+
+impl std::fmt::Debug for CycleState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut keys: Vec<&&str> = self.data.keys().collect();
+        keys.sort();
+        f.debug_struct("CycleState")
+            .field("keys", &keys)
+            .field("skip_filter", &self.skip_filter)
+            .field("skip_score", &self.skip_score)
+            .finish()
+    }
 }
 
 impl CycleState {
@@ -142,6 +156,18 @@ pub trait Score: Plugin {
 pub trait Reserve: Plugin {
     fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
     fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// Runs in the binding task before Bind (upstream's PreBindPlugin): it may
+/// write to the API and wait (VolumeBinding waits for its claims to bind).
+/// A non-success status fails the binding: the pod is unreserved and retried.
+pub trait PreBind: Plugin {
+    fn pre_bind<'a>(
+        &'a self,
+        state: &'a CycleState,
+        pod: &'a PodInfo,
+        node: &'a str,
+    ) -> BoxFuture<'a, Status>;
 }
 
 pub trait Permit: Plugin {

@@ -7,6 +7,7 @@ pub mod interface;
 pub mod runtime;
 pub mod snapshot;
 pub mod status;
+pub mod storage;
 pub mod types;
 
 pub use fit_error::{Diagnosis, FitError, Nomination};
@@ -17,4 +18,5 @@ pub use runtime::{
 };
 pub use snapshot::Snapshot;
 pub use status::{Code, Status};
+pub use storage::{SharedStorage, StorageSnapshot};
 pub use types::{NodeInfo, PodInfo, Resource, pod_requests};

@@ -9,8 +9,8 @@ use rand::Rng;
 
 use super::fit_error::{Diagnosis, FitError, Nomination};
 use super::interface::{
-    Bind, CycleState, Filter, FilterHandle, NodeScore, Permit, PostFilter, PreFilter, PreScore,
-    QueueSort, Reserve, Score,
+    Bind, CycleState, Filter, FilterHandle, NodeScore, Permit, PostFilter, PreBind, PreFilter,
+    PreScore, QueueSort, Reserve, Score,
 };
 use super::snapshot::Snapshot;
 use super::status::{Code, Status};
@@ -35,6 +35,7 @@ pub struct Framework {
     pub score: Vec<WeightedScore>,
     pub reserve: Vec<Arc<dyn Reserve>>,
     pub permit: Vec<Arc<dyn Permit>>,
+    pub pre_bind: Vec<Arc<dyn PreBind>>,
     pub bind: Vec<Arc<dyn Bind>>,
 }
 
@@ -54,6 +55,9 @@ pub struct ScheduleResult {
     pub feasible_nodes: usize,
     /// The best-scored feasible nodes with their per-plugin scores, best first.
     pub scores: Vec<NodePluginScores>,
+    /// The cycle's state, for Reserve, Permit, PreBind and Unreserve
+    /// (VolumeBinding reserves what its Filter found for the chosen node).
+    pub state: CycleState,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -332,6 +336,7 @@ impl Framework {
                 evaluated_nodes: 1,
                 feasible_nodes: 1,
                 scores: pick_and_explain(&[&**nominated], &[0], &[]),
+                state,
             });
         }
         let n = nodes.len();
@@ -403,6 +408,7 @@ impl Framework {
             evaluated_nodes: processed,
             feasible_nodes: feasible.len(),
             scores,
+            state,
         })
     }
 
@@ -501,6 +507,25 @@ impl Framework {
                 for undo in self.reserve[..=i].iter().rev() {
                     undo.unreserve(state, pod, node);
                 }
+                return s.with_plugin(pl.name());
+            }
+        }
+        Status::success()
+    }
+
+    /// Unreserve in reverse order (upstream's RunReservePluginsUnreserve),
+    /// when a later step of the pod's cycle or its binding failed.
+    pub fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for pl in self.reserve.iter().rev() {
+            pl.unreserve(state, pod, node);
+        }
+    }
+
+    /// Every PreBind plugin in order; the first failure stops the binding.
+    pub async fn run_pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        for pl in &self.pre_bind {
+            let s = pl.pre_bind(state, pod, node).await;
+            if !s.is_success() {
                 return s.with_plugin(pl.name());
             }
         }

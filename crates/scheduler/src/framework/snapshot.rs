@@ -8,6 +8,7 @@ use std::sync::Arc;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use super::affinity::NamespaceLabels;
+use super::storage::StorageSnapshot;
 use super::types::{NodeInfo, PodInfo};
 
 #[derive(Clone, Debug, Default)]
@@ -27,6 +28,8 @@ pub struct Snapshot {
     pub service_selectors: Arc<Vec<(String, BTreeMap<String, String>)>>,
     /// Pending pods nominated to a node by preemption, by node name.
     pub nominated: Arc<HashMap<String, Vec<Arc<PodInfo>>>>,
+    /// Claims, volumes, classes and CSINodes as the informers last saw them.
+    pub storage: Arc<StorageSnapshot>,
 }
 
 impl Snapshot {
@@ -54,6 +57,11 @@ impl Snapshot {
 
     pub fn with_service_selectors(mut self, s: Vec<(String, BTreeMap<String, String>)>) -> Self {
         self.service_selectors = Arc::new(s);
+        self
+    }
+
+    pub fn with_storage(mut self, storage: StorageSnapshot) -> Self {
+        self.storage = Arc::new(storage);
         self
     }
 

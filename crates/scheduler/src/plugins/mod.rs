@@ -15,9 +15,12 @@ pub mod nodename;
 pub mod nodeports;
 pub mod noderesources;
 pub mod nodeunschedulable;
+pub mod nodevolumelimits;
 pub mod podtopologyspread;
 pub mod queuesort;
 pub mod tainttoleration;
+pub mod volumebinding;
+pub mod volumerestrictions;
 
 #[cfg(test)]
 pub mod testing;
@@ -28,6 +31,9 @@ const DEFAULT_QUEUE_SORT: &[(&str, i64)] = &[(queuesort::NAME, 0)];
 const DEFAULT_PRE_FILTER: &[(&str, i64)] = &[
     (nodeports::NAME, 0),
     (noderesources::fit::NAME, 0),
+    (volumerestrictions::NAME, 0),
+    (nodevolumelimits::NAME, 0),
+    (volumebinding::NAME, 0),
     (podtopologyspread::NAME, 0),
     (interpodaffinity::NAME, 0),
 ];
@@ -38,6 +44,9 @@ const DEFAULT_FILTER: &[(&str, i64)] = &[
     (nodeaffinity::NAME, 0),
     (nodeports::NAME, 0),
     (noderesources::fit::NAME, 0),
+    (volumerestrictions::NAME, 0),
+    (nodevolumelimits::NAME, 0),
+    (volumebinding::NAME, 0),
     (podtopologyspread::NAME, 0),
     (interpodaffinity::NAME, 0),
 ];
@@ -56,7 +65,24 @@ const DEFAULT_SCORE: &[(&str, i64)] = &[
     (noderesources::balanced_allocation::NAME, 1),
     (imagelocality::NAME, 1),
 ];
+const DEFAULT_RESERVE: &[(&str, i64)] = &[(volumebinding::NAME, 0)];
+const DEFAULT_PRE_BIND: &[(&str, i64)] = &[(volumebinding::NAME, 0)];
 const DEFAULT_BIND: &[(&str, i64)] = &[(defaultbinder::NAME, 0)];
+
+/// What plugins get from the scheduler besides snapshots (upstream's
+/// framework.Handle): the API VolumeBinding's PreBind writes through.
+#[derive(Clone)]
+pub struct Handle {
+    pub volumes: Arc<dyn volumebinding::api::VolumeApi>,
+}
+
+impl Default for Handle {
+    fn default() -> Self {
+        Self {
+            volumes: Arc::new(volumebinding::api::NoVolumeApi),
+        }
+    }
+}
 
 fn unknown(point: &str, name: &str) -> Error {
     Error::Config(format!(
@@ -64,8 +90,14 @@ fn unknown(point: &str, name: &str) -> Error {
     ))
 }
 
-/// Builds the Framework for one profile.
+/// Builds the Framework for one profile, without an API (tools and tests:
+/// VolumeBinding's PreBind cannot write).
 pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
+    new_framework_with(profile, &Handle::default())
+}
+
+/// Builds the Framework for one profile.
+pub fn new_framework_with(profile: &Profile, handle: &Handle) -> Result<Framework, Error> {
     let fit_args: NodeResourcesFitArgs = profile.args(noderesources::fit::NAME)?;
     let fit = Arc::new(noderesources::Fit {
         strategy: fit_args.scoring_strategy.unwrap_or_default(),
@@ -85,6 +117,12 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
     let inter_pod = Arc::new(interpodaffinity::InterPodAffinity {
         args: profile.args(interpodaffinity::NAME)?,
     });
+    let vb_args: volumebinding::VolumeBindingArgs = profile.args(volumebinding::NAME)?;
+    let volume_binding = Arc::new(volumebinding::VolumeBinding::new(
+        handle.volumes.clone(),
+        vb_args.bind_timeout()?,
+    ));
+    let volume_limits = Arc::new(nodevolumelimits::CsiLimits::default());
     let plugins = profile.plugins.clone().unwrap_or_default();
 
     let queue_sort = merge_plugins(DEFAULT_QUEUE_SORT, plugins.queue_sort.as_ref());
@@ -104,6 +142,7 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
         score: Vec::new(),
         reserve: Vec::new(),
         permit: Vec::new(),
+        pre_bind: Vec::new(),
         bind: Vec::new(),
     };
     for (name, _) in merge_plugins(DEFAULT_PRE_FILTER, plugins.pre_filter.as_ref()) {
@@ -112,6 +151,11 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             nodeports::NAME => fw.pre_filter.push(Arc::new(nodeports::NodePorts)),
             podtopologyspread::NAME => fw.pre_filter.push(spread.clone()),
             interpodaffinity::NAME => fw.pre_filter.push(inter_pod.clone()),
+            volumerestrictions::NAME => fw
+                .pre_filter
+                .push(Arc::new(volumerestrictions::VolumeRestrictions)),
+            nodevolumelimits::NAME => fw.pre_filter.push(volume_limits.clone()),
+            volumebinding::NAME => fw.pre_filter.push(volume_binding.clone()),
             other => return Err(unknown("preFilter", other)),
         }
     }
@@ -125,6 +169,9 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             nodeports::NAME => Arc::new(nodeports::NodePorts),
             podtopologyspread::NAME => spread.clone(),
             interpodaffinity::NAME => inter_pod.clone(),
+            volumerestrictions::NAME => Arc::new(volumerestrictions::VolumeRestrictions),
+            nodevolumelimits::NAME => volume_limits.clone(),
+            volumebinding::NAME => volume_binding.clone(),
             other => return Err(unknown("filter", other)),
         });
     }
@@ -163,10 +210,20 @@ pub fn new_framework(profile: &Profile) -> Result<Framework, Error> {
             other => return Err(unknown("bind", other)),
         }
     }
-    for (point, set) in [("reserve", &plugins.reserve), ("permit", &plugins.permit)] {
-        if let Some(e) = set.as_ref().and_then(|s| s.enabled.first()) {
-            return Err(unknown(point, &e.name));
+    for (name, _) in merge_plugins(DEFAULT_RESERVE, plugins.reserve.as_ref()) {
+        match name.as_str() {
+            volumebinding::NAME => fw.reserve.push(volume_binding.clone()),
+            other => return Err(unknown("reserve", other)),
         }
+    }
+    for (name, _) in merge_plugins(DEFAULT_PRE_BIND, plugins.pre_bind.as_ref()) {
+        match name.as_str() {
+            volumebinding::NAME => fw.pre_bind.push(volume_binding.clone()),
+            other => return Err(unknown("preBind", other)),
+        }
+    }
+    if let Some(e) = plugins.permit.as_ref().and_then(|s| s.enabled.first()) {
+        return Err(unknown("permit", &e.name));
     }
     Ok(fw)
 }
