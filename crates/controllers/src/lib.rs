@@ -27,6 +27,7 @@ pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod serviceaccounttoken;
 pub mod statefulset;
+pub mod volume;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -143,6 +144,9 @@ pub async fn run_all(client: kube::Client, config: Config) {
         podautoscaler::run(client.clone(), hpa),
         resourcequota::run(client.clone(), resource_quota),
         disruption::run(client.clone()),
+        volume::persistentvolume::run(client.clone()),
+        volume::pvcprotection::run(client.clone()),
+        volume::pvprotection::run(client.clone()),
         deployment::run(client),
     );
 }
