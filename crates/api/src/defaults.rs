@@ -118,6 +118,8 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
                 default_if_absent(spec, "storageCapacity", json!(false));
                 default_if_absent(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
                 default_if_absent(spec, "requiresRepublish", json!(false));
+                // SELinuxMountReadWriteOncePod is on by default upstream.
+                default_if_absent(spec, "seLinuxMount", json!(false));
                 if spec
                     .get("volumeLifecycleModes")
                     .and_then(Value::as_array)
@@ -796,6 +798,14 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
         ("", "Service") => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({"loadBalancer": {}}));
+            }
+            return;
+        }
+        // Status is the PV controller's: a new claim starts Pending (upstream
+        // resets it and its decoder defaults the phase), as does a new volume.
+        ("", "PersistentVolumeClaim" | "PersistentVolume") => {
+            if let Some(m) = obj_mut(obj) {
+                m.insert("status".into(), json!({"phase": "Pending"}));
             }
             return;
         }

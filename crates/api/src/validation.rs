@@ -14,6 +14,8 @@ mod networking;
 pub(crate) mod pod;
 mod quota;
 mod service;
+mod storage;
+mod volume;
 
 pub use meta::{
     validate_annotations, validate_finalizer_name, validate_label_selector, validate_labels,
@@ -738,6 +740,8 @@ pub fn validate_scoped(
         ("", "Namespace") => core::validate_namespace(obj, old),
         ("", "ResourceQuota") => quota::validate_resource_quota(obj),
         ("", "LimitRange") => quota::validate_limit_range(obj),
+        ("", "PersistentVolume") => volume::validate_persistent_volume(obj, old),
+        ("", "PersistentVolumeClaim") => volume::validate_persistent_volume_claim(obj, old),
         ("", "ReplicationController") => apps::validate_replication_controller(obj),
         ("apps", "Deployment") => apps::validate_deployment(obj, old),
         ("apps", "ReplicaSet") => apps::validate_replica_set(obj, old),
@@ -745,6 +749,10 @@ pub fn validate_scoped(
         ("apps", "DaemonSet") => apps::validate_daemon_set(obj, old),
         ("batch", "Job") => apps::validate_job(obj, old),
         ("batch", "CronJob") => apps::validate_cron_job(obj),
+        ("storage.k8s.io", "StorageClass") => storage::validate_storage_class(obj, old),
+        ("storage.k8s.io", "CSIDriver") => storage::validate_csi_driver(obj, old),
+        ("storage.k8s.io", "CSINode") => storage::validate_csi_node(obj, old),
+        ("storage.k8s.io", "VolumeAttachment") => storage::validate_volume_attachment(obj, old),
         ("networking.k8s.io", "Ingress") => networking::validate_ingress(obj, old),
         ("networking.k8s.io", "IngressClass") => networking::validate_ingress_class(obj, old),
         ("autoscaling", "HorizontalPodAutoscaler") => {

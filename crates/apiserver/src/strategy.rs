@@ -28,6 +28,29 @@ pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value, user: Option<&User
     if crate::csr::is_csr(rt) {
         crate::csr::prepare_for_create(obj, user);
     }
+    if is_persistent_volume(rt) {
+        stamp_phase_transition(obj, None, &objects::now_rfc3339());
+    }
+}
+
+fn is_persistent_volume(rt: &ResourceType) -> bool {
+    rt.custom.is_none() && rt.group.is_empty() && rt.kind == "PersistentVolume"
+}
+
+/// Upstream's PersistentVolumeLastPhaseTransitionTime (on by default): a new
+/// volume, and one whose phase a status write changes, records when, unless
+/// the writer set a new time itself.
+fn stamp_phase_transition(new: &mut Value, old: Option<&Value>, now: &str) {
+    let phase = |v: &Value| v.pointer("/status/phase").cloned();
+    let stamp = |v: &Value| v.pointer("/status/lastPhaseTransitionTime").cloned();
+    if let Some(old) = old
+        && (phase(old) == phase(new) || (stamp(new).is_some() && stamp(new) != stamp(old)))
+    {
+        return;
+    }
+    if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+        status.insert("lastPhaseTransitionTime".into(), json!(now));
+    }
 }
 
 /// Which part of the object an update through `subresource` may change.
@@ -109,6 +132,9 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
                 m.insert("resourceVersion".into(), json!(rv));
             }
             *new = merged;
+            if is_persistent_volume(rt) {
+                stamp_phase_transition(new, Some(old), &objects::now_rfc3339());
+            }
         }
         UpdateScope::Finalize => keep_only_spec_field(new, old, "finalizers"),
         UpdateScope::EphemeralContainers => keep_only_spec_field(new, old, "ephemeralContainers"),
@@ -306,6 +332,28 @@ mod tests {
         assert_eq!(new["status"]["replicas"], 1);
         assert_eq!(new["metadata"]["generation"], 1);
         assert_eq!(new["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn volume_phase_transitions_are_stamped() {
+        let now = "2026-01-02T03:04:05Z";
+        let pending = json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}});
+        let cases = [
+            // (old, new, stamped now?)
+            (None, json!({"status": {"phase": "Pending"}}), true),
+            (Some(pending.clone()), json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}}), true),
+            (Some(pending.clone()), json!({"status": {"phase": "Available"}}), true),
+            (Some(pending.clone()), json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z", "message": "m"}}), false),
+            (Some(pending.clone()), json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2025-12-31T00:00:00Z"}}), false),
+        ];
+        for (old, mut new, stamped) in cases {
+            stamp_phase_transition(&mut new, old.as_ref(), now);
+            assert_eq!(
+                new["status"]["lastPhaseTransitionTime"] == now,
+                stamped,
+                "{old:?} -> {new}"
+            );
+        }
     }
 
     #[test]

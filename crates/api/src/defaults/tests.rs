@@ -500,6 +500,15 @@ fn other_kinds_table() {
             json!({"provisioner": "x", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
         ),
         (
+            "storage.k8s.io",
+            "v1",
+            "CSIDriver",
+            json!({"spec": {}}),
+            json!({"spec": {"attachRequired": true, "podInfoOnMount": false, "storageCapacity": false,
+                "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": false, "seLinuxMount": false,
+                "volumeLifecycleModes": ["Persistent"]}}),
+        ),
+        (
             "rbac.authorization.k8s.io",
             "v1",
             "RoleBinding",
@@ -652,6 +661,13 @@ fn prepare_for_create_cases() {
         deploy,
         json!({"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {}})
     );
+
+    // A claim or volume written with a status starts Pending whatever it says.
+    for kind in ["PersistentVolumeClaim", "PersistentVolume"] {
+        let mut o = json!({"spec": {}, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
+        prepare_for_create("", kind, &mut o);
+        assert_eq!(o["status"], json!({"phase": "Pending"}), "{kind}");
+    }
 
     let mut cm = json!({"data": {}});
     prepare_for_create("", "ConfigMap", &mut cm);

@@ -1241,7 +1241,7 @@ fn validate_only_added_tolerations(new: Option<&Value>, old: Option<&Value>) -> 
 }
 
 /// A readable list of differences, standing in for upstream's `cmp.Diff`.
-fn json_diff(old: &Value, new: &Value, path: &str, out: &mut Vec<String>) {
+pub(super) fn json_diff(old: &Value, new: &Value, path: &str, out: &mut Vec<String>) {
     if semantic_eq(old, new) {
         return;
     }

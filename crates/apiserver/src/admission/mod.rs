@@ -7,14 +7,17 @@
 //! is always [`ORDER`]'s, whatever the flags' order, as kube-apiserver's.
 
 mod default_ingress_class;
+mod default_storage_class;
 mod default_toleration_seconds;
 mod limit_ranger;
 mod mutating_webhook;
 mod namespace_lifecycle;
 mod node_restriction;
+mod persistent_volume_claim_resize;
 mod priority;
 mod resource_quota;
 mod service_account;
+mod storage_object_in_use_protection;
 mod taint_nodes_by_condition;
 pub(crate) mod validating_admission_policy;
 mod validating_webhook;
@@ -89,10 +92,10 @@ pub const ORDER: &[(&str, bool)] = &[
     ("PodSecurity", true),
     ("Priority", true),
     ("DefaultTolerationSeconds", true),
-    ("PersistentVolumeClaimResize", true),
-    ("RuntimeClass", true),
     ("DefaultStorageClass", true),
     ("StorageObjectInUseProtection", true),
+    ("PersistentVolumeClaimResize", true),
+    ("RuntimeClass", true),
     ("DefaultIngressClass", true),
     ("MutatingAdmissionWebhook", true),
     ("ValidatingAdmissionPolicy", true),
@@ -111,6 +114,13 @@ fn build(name: &str) -> Option<Box<dyn Plugin>> {
         "Priority" => Box::new(priority::Priority),
         "DefaultTolerationSeconds" => {
             Box::new(default_toleration_seconds::DefaultTolerationSeconds)
+        }
+        "DefaultStorageClass" => Box::new(default_storage_class::DefaultStorageClass),
+        "StorageObjectInUseProtection" => {
+            Box::new(storage_object_in_use_protection::StorageObjectInUseProtection)
+        }
+        "PersistentVolumeClaimResize" => {
+            Box::new(persistent_volume_claim_resize::PersistentVolumeClaimResize)
         }
         "DefaultIngressClass" => Box::new(default_ingress_class::DefaultIngressClass),
         "MutatingAdmissionWebhook" => Box::new(mutating_webhook::MutatingAdmissionWebhook::new()),
@@ -253,6 +263,9 @@ mod tests {
             "TaintNodesByCondition",
             "Priority",
             "DefaultTolerationSeconds",
+            "DefaultStorageClass",
+            "StorageObjectInUseProtection",
+            "PersistentVolumeClaimResize",
             "DefaultIngressClass",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
@@ -269,6 +282,9 @@ mod tests {
                     "NodeRestriction",
                     "TaintNodesByCondition",
                     "DefaultTolerationSeconds",
+                    "DefaultStorageClass",
+                    "StorageObjectInUseProtection",
+                    "PersistentVolumeClaimResize",
                     "DefaultIngressClass",
                     "MutatingAdmissionWebhook",
                     "ValidatingAdmissionPolicy",
