@@ -21,6 +21,7 @@ pub mod queuesort;
 pub mod tainttoleration;
 pub mod volumebinding;
 pub mod volumerestrictions;
+pub mod volumezone;
 
 #[cfg(test)]
 pub mod testing;
@@ -34,6 +35,7 @@ const DEFAULT_PRE_FILTER: &[(&str, i64)] = &[
     (volumerestrictions::NAME, 0),
     (nodevolumelimits::NAME, 0),
     (volumebinding::NAME, 0),
+    (volumezone::NAME, 0),
     (podtopologyspread::NAME, 0),
     (interpodaffinity::NAME, 0),
 ];
@@ -47,6 +49,7 @@ const DEFAULT_FILTER: &[(&str, i64)] = &[
     (volumerestrictions::NAME, 0),
     (nodevolumelimits::NAME, 0),
     (volumebinding::NAME, 0),
+    (volumezone::NAME, 0),
     (podtopologyspread::NAME, 0),
     (interpodaffinity::NAME, 0),
 ];
@@ -156,6 +159,7 @@ pub fn new_framework_with(profile: &Profile, handle: &Handle) -> Result<Framewor
                 .push(Arc::new(volumerestrictions::VolumeRestrictions)),
             nodevolumelimits::NAME => fw.pre_filter.push(volume_limits.clone()),
             volumebinding::NAME => fw.pre_filter.push(volume_binding.clone()),
+            volumezone::NAME => fw.pre_filter.push(Arc::new(volumezone::VolumeZone)),
             other => return Err(unknown("preFilter", other)),
         }
     }
@@ -172,6 +176,7 @@ pub fn new_framework_with(profile: &Profile, handle: &Handle) -> Result<Framewor
             volumerestrictions::NAME => Arc::new(volumerestrictions::VolumeRestrictions),
             nodevolumelimits::NAME => volume_limits.clone(),
             volumebinding::NAME => volume_binding.clone(),
+            volumezone::NAME => Arc::new(volumezone::VolumeZone),
             other => return Err(unknown("filter", other)),
         });
     }

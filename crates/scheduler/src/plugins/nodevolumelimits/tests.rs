@@ -52,12 +52,21 @@ fn run(new: &[&str], placed: &[&[&str]], csi_nodes: Vec<CSINode>, n: Node) -> St
     }
 }
 
+/// (case, new pod's claims, placed pods' claims, CSINodes, over the limit)
+type Row<'a> = (
+    &'a str,
+    &'a [&'a str],
+    Vec<&'a [&'a str]>,
+    Vec<CSINode>,
+    bool,
+);
+
 #[test]
 fn csi_attach_limits() {
     let limit = |n: i32| vec![csi_node("n1", &[(DRIVER, Some(n))])];
     let n1 = || node("n1", &[]);
     // (case, new pod's claims, placed pods' claims, CSINodes, over the limit)
-    let cases: Vec<(&str, &[&str], Vec<&[&str]>, Vec<CSINode>, bool)> = vec![
+    let cases: Vec<Row<'_>> = vec![
         ("under the limit", &["c0"], vec![&["c1"]], limit(2), false),
         (
             "at the limit",

@@ -207,6 +207,16 @@ fn filter_all(pl: &VolumeBinding, p: &Pod, snap: &Snapshot) -> (CycleState, Vec<
     (state, out)
 }
 
+/// (case, claims of the pod, claims, volumes, reasons on a1, reasons on b1)
+type FilterRow<'a> = (
+    &'a str,
+    Vec<&'a str>,
+    Vec<PersistentVolumeClaim>,
+    Vec<PersistentVolume>,
+    &'a [&'a str],
+    &'a [&'a str],
+);
+
 #[test]
 fn filter_table() {
     let bound_a = bound_pvc(pvc("c", "local", "1Gi"), "pv-a");
@@ -221,14 +231,7 @@ fn filter_table() {
     };
     // (case, claims of the pod, claims, volumes, status on a1, status on b1)
     let ok: &[&str] = &[];
-    let cases: Vec<(
-        &str,
-        Vec<&str>,
-        Vec<PersistentVolumeClaim>,
-        Vec<PersistentVolume>,
-        &[&str],
-        &[&str],
-    )> = vec![
+    let cases: Vec<FilterRow<'_>> = vec![
         (
             "bound volume in zone a",
             vec!["c"],
@@ -760,7 +763,42 @@ fn the_default_profile_explains_volume_conflicts() {
         )],
     ));
     let fw = new_framework_with(&Profile::default(), &Handle::default()).unwrap();
+    // Upstream's default plugin order, restricted to Berth's plugins.
+    let names: Vec<&str> = fw.filter.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "NodeUnschedulable",
+            "NodeName",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity"
+        ]
+    );
+    let names: Vec<&str> = fw.pre_filter.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity"
+        ]
+    );
     let names: Vec<&str> = fw.reserve.iter().map(|p| p.name()).collect();
+    assert_eq!(names, [NAME]);
+    let names: Vec<&str> = fw.pre_bind.iter().map(|p| p.name()).collect();
     assert_eq!(names, [NAME]);
     let r = fw
         .schedule_pod(

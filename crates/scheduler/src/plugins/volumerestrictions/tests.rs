@@ -170,11 +170,14 @@ fn rwop(name: &str) -> PersistentVolumeClaim {
     c
 }
 
+/// (case, new pod's claims, claims of the pod already placed, code, message)
+type RwopRow<'a> = (&'a str, &'a [&'a str], &'a [&'a str], Code, &'a str);
+
 #[test]
 fn read_write_once_pod_claims() {
     let claims = || vec![rwop("once"), pvc("shared", "", "1Gi")];
     // (case, new pod's claims, claims of the pod already placed, code, message)
-    let cases: [(&str, &[&str], &[&str], Code, &str); 5] = [
+    let cases: [RwopRow<'_>; 5] = [
         (
             "a ReadWriteOncePod claim in use",
             &["once"],
