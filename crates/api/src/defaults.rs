@@ -744,6 +744,7 @@ fn has_status_subresource(group: &str, kind: &str) -> bool {
                     | "PersistentVolumeClaim"
                     | "ResourceQuota"
             ) | ("apiregistration.k8s.io", "APIService")
+                | ("storage.k8s.io", "VolumeAttachment")
         )
 }
 
@@ -806,6 +807,13 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
         ("", "PersistentVolumeClaim" | "PersistentVolume") => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({"phase": "Pending"}));
+            }
+            return;
+        }
+        // The attacher reports status; v1 clears what a create sends.
+        ("storage.k8s.io", "VolumeAttachment") => {
+            if let Some(m) = obj_mut(obj) {
+                m.insert("status".into(), json!({"attached": false}));
             }
             return;
         }

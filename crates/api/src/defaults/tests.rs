@@ -668,6 +668,12 @@ fn prepare_for_create_cases() {
         prepare_for_create("", kind, &mut o);
         assert_eq!(o["status"], json!({"phase": "Pending"}), "{kind}");
     }
+    let mut va = json!({"spec": {}, "status": {"attached": true, "attachmentMetadata": {"a": "b"}}});
+    prepare_for_create("storage.k8s.io", "VolumeAttachment", &mut va);
+    assert_eq!(va["status"], json!({"attached": false}));
+    let mut same = json!({"spec": {"nodeName": "n"}, "status": {"attached": false}});
+    prepare_for_update("storage.k8s.io", "VolumeAttachment", &mut same, &json!({"spec": {}, "status": {"attached": true}}));
+    assert_eq!(same["status"], json!({"attached": true}), "main update keeps the attacher's status");
 
     let mut cm = json!({"data": {}});
     prepare_for_create("", "ConfigMap", &mut cm);

@@ -127,7 +127,13 @@ mod tests {
         });
         let mut annotated_grown = annotated.clone();
         annotated_grown["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
-        let cases: Vec<(&str, Value, Value, Result<Option<&str>, &str>)> = vec![
+        type Case = (
+            &'static str,
+            Value,
+            Value,
+            Result<Option<&'static str>, &'static str>,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "same size",
                 claim("1Gi", "Bound", Some("gold")),
