@@ -289,3 +289,180 @@ profiles:
     assert!(placed.iter().all(|n| n == &placed[0]), "packed: {placed:?}");
     Ok(())
 }
+
+/// VolumeBinding end to end against the API: a WaitForFirstConsumer claim
+/// takes the node of the one static volume that fits it; PreBind writes the
+/// volume's claimRef and waits until the claim is bound (the test plays the
+/// PV controller), then the pod is bound. A claim no volume fits says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binds_wait_for_first_consumer_claims() -> Result<()> {
+    use k8s_openapi::api::core::v1::{
+        PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Volume,
+    };
+    use k8s_openapi::api::storage::v1::StorageClass;
+    use serde_json::json;
+
+    let s = start_server().await?;
+    three_nodes(&s.client).await?;
+    let classes: Api<StorageClass> = Api::all(s.client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "local"},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }))?,
+        )
+        .await?;
+    let volumes: Api<PersistentVolume> = Api::all(s.client.clone());
+    volumes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "pv-z1"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "local",
+                    "local": {"path": "/mnt/disk"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                        "matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]
+                    }]}},
+                },
+            }))?,
+        )
+        .await?;
+    // No PV controller runs here: make the volume Available as it would.
+    volumes
+        .patch_status(
+            "pv-z1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Available"}})),
+        )
+        .await?;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(s.client.clone(), "default");
+    for name in ["data", "nothing-fits"] {
+        claims
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": name},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": "local",
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                }))?,
+            )
+            .await?;
+    }
+    let config = SchedulerConfig::from_yaml(
+        r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: default-scheduler
+    pluginConfig:
+      - name: VolumeBinding
+        args:
+          bindTimeoutSeconds: 30
+"#,
+    )?;
+    tokio::spawn(berth_scheduler::run(s.client.clone(), config));
+    let pods: Api<Pod> = Api::namespaced(s.client.clone(), "default");
+    let with_claim = |name: &str, claim: &str| {
+        let mut p = pod(name, "100m");
+        if let Some(sp) = p.spec.as_mut() {
+            sp.volumes = Some(vec![Volume {
+                name: "data".into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]);
+        }
+        p
+    };
+    pods.create(&PostParams::default(), &with_claim("db", "data"))
+        .await?;
+
+    // PreBind's write: the volume names the claim, bound by the controller.
+    let claim_uid = claims.get("data").await?.metadata.uid;
+    let mut written = None;
+    for _ in 0..100 {
+        let pv = volumes.get("pv-z1").await?;
+        if pv
+            .spec
+            .as_ref()
+            .and_then(|s| s.claim_ref.as_ref())
+            .is_some()
+        {
+            written = Some(pv);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let Some(pv) = written else {
+        bail!(
+            "the scheduler did not pre-bind the volume: {:?}\n{}\n{}",
+            pods.get("db").await?.status,
+            serde_json::to_string(&volumes.get("pv-z1").await?)?,
+            serde_json::to_string(&claims.get("data").await?)?
+        );
+    };
+    let r = pv.spec.and_then(|s| s.claim_ref).unwrap_or_default();
+    assert_eq!(
+        (r.name.as_deref(), r.namespace.as_deref(), r.uid),
+        (Some("data"), Some("default"), claim_uid)
+    );
+    assert_eq!(
+        pv.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("pv.kubernetes.io/bound-by-controller")
+            .map(String::as_str),
+        Some("yes")
+    );
+    // Not bound while the claim is not.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        pods.get("db")
+            .await?
+            .spec
+            .and_then(|s| s.node_name)
+            .is_none()
+    );
+
+    // The PV controller's part.
+    claims
+        .patch(
+            "data",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                "spec": {"volumeName": "pv-z1"},
+            })),
+        )
+        .await?;
+    claims
+        .patch_status(
+            "data",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+        )
+        .await?;
+    assert_eq!(wait_bound(&s.client, "db").await?, "node-b");
+
+    pods.create(
+        &PostParams::default(),
+        &with_claim("lonely", "nothing-fits"),
+    )
+    .await?;
+    assert_eq!(
+        wait_condition_message(&s.client, "lonely").await?,
+        "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+    );
+    Ok(())
+}
