@@ -47,6 +47,9 @@ enum Command {
     Images(images::ImagesArgs),
     /// Bootstrap tokens for joining nodes (create, list, delete), as kubeadm's.
     Token(token::TokenArgs),
+    /// A CSI driver (Identity, Controller, Node on a unix socket) whose volumes are
+    /// loop-mounted ext4 images on this node, as kubernetes-csi's hostpath driver.
+    CsiHostpath(Box<berth_csi::hostpath::Config>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -632,5 +635,6 @@ fn main() -> Result<()> {
         Command::Agent(args) => rt.block_on(run_agent(*args)),
         Command::Images(args) => rt.block_on(images::run(args)),
         Command::Token(args) => rt.block_on(token::run(args)),
+        Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),
     }
 }

@@ -985,7 +985,8 @@ async fn list_volumes_pages() {
 
 #[test]
 fn pages() {
-    let cases: &[(usize, &str, usize, Option<(std::ops::Range<usize>, &str)>)] = &[
+    type Page = Option<(std::ops::Range<usize>, &'static str)>;
+    let cases: &[(usize, &str, usize, Page)] = &[
         (5, "", 0, Some((0..5, ""))),
         (5, "", 2, Some((0..2, "2"))),
         (5, "2", 2, Some((2..4, "4"))),
