@@ -139,12 +139,8 @@ pub(super) fn validate_storage_class(obj: &Value, old: Option<&Value>) -> Vec<Fi
 
 /// `ValidateCSIDriver` and, with `old`, `ValidateCSIDriverUpdate`.
 pub(super) fn validate_csi_driver(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let name = jv::str_at(obj, &["metadata", "name"]).unwrap_or("");
-    // Upstream reports the driver name at `name`, as a CSI driver name.
-    let mut errs: Vec<FieldError> = validate_csi_driver_name(name, "name")
-        .into_iter()
-        .filter(|e| !(name.is_empty() && e.kind == super::FieldErrorType::Required))
-        .collect();
+    // The name is a DNS subdomain: the generic metadata checks cover it.
+    let mut errs = Vec::new();
     let e = empty();
     let spec = obj.get("spec").unwrap_or(&e);
     let Some(s) = opt_obj(&mut errs, Some(spec), "spec") else {
@@ -173,6 +169,19 @@ pub(super) fn validate_csi_driver(obj: &Value, old: Option<&Value>) -> Vec<Field
         ));
     }
     errs.extend(validate_token_requests(s.get("tokenRequests")));
+    let period_path = "spec.nodeAllocatableUpdatePeriodSeconds";
+    if let Some(p) = super::opt_int(
+        &mut errs,
+        s.get("nodeAllocatableUpdatePeriodSeconds"),
+        period_path,
+    ) && p < 10
+    {
+        errs.push(FieldError::invalid(
+            period_path,
+            p,
+            "must be greater than or equal to 10 seconds",
+        ));
+    }
     for m in opt_arr(
         &mut errs,
         s.get("volumeLifecycleModes"),
@@ -188,10 +197,9 @@ pub(super) fn validate_csi_driver(obj: &Value, old: Option<&Value>) -> Vec<Field
     }
     if let Some(old) = old {
         let old_spec = old.get("spec").unwrap_or(&e);
+        // Upstream ≥ 1.33 lets podInfoOnMount and fsGroupPolicy change.
         for (field, path) in [
             ("attachRequired", "spec.attachedRequired"),
-            ("fsGroupPolicy", "spec.fsGroupPolicy"),
-            ("podInfoOnMount", "spec.podInfoOnMount"),
             ("volumeLifecycleModes", "spec.volumeLifecycleModes"),
         ] {
             immutable(&mut errs, spec.get(field), old_spec.get(field), path);
@@ -293,7 +301,7 @@ pub(super) fn validate_csi_node(obj: &Value, old: Option<&Value>) -> Vec<FieldEr
             for nd in drivers {
                 if od.get("name") == nd.get("name") && !semantic_eq(od, nd) {
                     errs.push(FieldError::invalid(
-                        "CSINodeDriver",
+                        "spec.drivers",
                         nd.clone(),
                         FIELD_IMMUTABLE,
                     ));
@@ -355,6 +363,19 @@ pub(super) fn validate_volume_attachment(obj: &Value, old: Option<&Value>) -> Ve
         ));
     }
     for which in ["attachError", "detachError"] {
+        let code_path = format!("status.{which}.errorCode");
+        if let Some(code) = super::opt_int(
+            &mut errs,
+            jv::get(obj, &["status", which, "errorCode"]),
+            &code_path,
+        ) && code < 0
+        {
+            errs.push(FieldError::invalid(
+                code_path,
+                code,
+                super::inclusive_range_error(0, i64::from(i32::MAX)),
+            ));
+        }
         let msg = jv::str_at(obj, &["status", which, "message"]).unwrap_or("");
         if msg.len() > MAX_VOLUME_ERROR_MESSAGE {
             // Upstream reports the metadata limit here (its own slip).
@@ -549,13 +570,15 @@ mod tests {
         let cases: Vec<(&str, Value, Vec<&str>)> = vec![
             ("valid", driver(), vec![]),
             (
-                "long name",
+                "update period",
                 with(
                     driver(),
-                    "metadata.name",
-                    json!(format!("{}.example.com", "a".repeat(60))),
+                    "spec.nodeAllocatableUpdatePeriodSeconds",
+                    json!(5),
                 ),
-                vec!["name: Too long: must have at most 63 bytes"],
+                vec![
+                    "spec.nodeAllocatableUpdatePeriodSeconds: Invalid value: 5: must be greater than or equal to 10 seconds",
+                ],
             ),
             (
                 "attachRequired unset",
@@ -623,14 +646,14 @@ mod tests {
                 vec!["spec.attachedRequired: Invalid value: false: field is immutable"],
             ),
             (
-                "podInfoOnMount",
+                "podInfoOnMount may change",
                 with(driver(), "spec.podInfoOnMount", json!(true)),
-                vec!["spec.podInfoOnMount: Invalid value: true: field is immutable"],
+                vec![],
             ),
             (
-                "fsGroupPolicy",
+                "fsGroupPolicy may change",
                 with(driver(), "spec.fsGroupPolicy", json!("File")),
-                vec!["spec.fsGroupPolicy: Invalid value: \"File\": field is immutable"],
+                vec![],
             ),
             (
                 "modes",
@@ -721,7 +744,7 @@ mod tests {
         let got = messages(&validate_csi_node(&changed, Some(&old)));
         assert_eq!(got.len(), 1);
         assert!(
-            got[0].starts_with("CSINodeDriver: Invalid value: {"),
+            got[0].starts_with("spec.drivers: Invalid value: {"),
             "{got:?}"
         );
         assert!(got[0].ends_with("}: field is immutable"), "{got:?}");
@@ -795,6 +818,17 @@ mod tests {
                 "{name}"
             );
         }
+        let failed = with(
+            va(),
+            "status",
+            json!({"attached": false, "attachError": {"errorCode": -1}}),
+        );
+        assert_eq!(
+            messages(&validate_volume_attachment(&failed, None)),
+            vec![
+                "status.attachError.errorCode: Invalid value: -1: must be between 0 and 2147483647, inclusive"
+            ]
+        );
         let status = with(va(), "status", json!({"attached": true}));
         assert_eq!(
             messages(&validate_volume_attachment(&status, Some(&va()))),

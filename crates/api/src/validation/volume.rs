@@ -800,7 +800,8 @@ fn validate_pvc_update(new: &Value, old: &Value) -> Vec<FieldError> {
     } else {
         if new_beta != old_beta {
             errs.push(FieldError::invalid(
-                format!("metadata.annotations[{BETA_CLASS_ANNOTATION}]"),
+                // ValidateImmutableAnnotation names the key as a child path.
+                format!("metadata.annotations.{BETA_CLASS_ANNOTATION}"),
                 new_beta.unwrap_or(""),
                 FIELD_IMMUTABLE,
             ));
@@ -1422,7 +1423,7 @@ mod tests {
                     json!({BETA_CLASS_ANNOTATION: "silver"}),
                 ),
                 vec![format!(
-                    "metadata.annotations[{BETA_CLASS_ANNOTATION}]: Invalid value: \"silver\": field is immutable"
+                    "metadata.annotations.{BETA_CLASS_ANNOTATION}: Invalid value: \"silver\": field is immutable"
                 )],
             ),
             (
