@@ -341,10 +341,26 @@ mod tests {
         let cases = [
             // (old, new, stamped now?)
             (None, json!({"status": {"phase": "Pending"}}), true),
-            (Some(pending.clone()), json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}}), true),
-            (Some(pending.clone()), json!({"status": {"phase": "Available"}}), true),
-            (Some(pending.clone()), json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z", "message": "m"}}), false),
-            (Some(pending.clone()), json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2025-12-31T00:00:00Z"}}), false),
+            (
+                Some(pending.clone()),
+                json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}}),
+                true,
+            ),
+            (
+                Some(pending.clone()),
+                json!({"status": {"phase": "Available"}}),
+                true,
+            ),
+            (
+                Some(pending.clone()),
+                json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z", "message": "m"}}),
+                false,
+            ),
+            (
+                Some(pending.clone()),
+                json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2025-12-31T00:00:00Z"}}),
+                false,
+            ),
         ];
         for (old, mut new, stamped) in cases {
             stamp_phase_transition(&mut new, old.as_ref(), now);

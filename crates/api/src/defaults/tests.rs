@@ -664,16 +664,27 @@ fn prepare_for_create_cases() {
 
     // A claim or volume written with a status starts Pending whatever it says.
     for kind in ["PersistentVolumeClaim", "PersistentVolume"] {
-        let mut o = json!({"spec": {}, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
+        let mut o =
+            json!({"spec": {}, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
         prepare_for_create("", kind, &mut o);
         assert_eq!(o["status"], json!({"phase": "Pending"}), "{kind}");
     }
-    let mut va = json!({"spec": {}, "status": {"attached": true, "attachmentMetadata": {"a": "b"}}});
+    let mut va =
+        json!({"spec": {}, "status": {"attached": true, "attachmentMetadata": {"a": "b"}}});
     prepare_for_create("storage.k8s.io", "VolumeAttachment", &mut va);
     assert_eq!(va["status"], json!({"attached": false}));
     let mut same = json!({"spec": {"nodeName": "n"}, "status": {"attached": false}});
-    prepare_for_update("storage.k8s.io", "VolumeAttachment", &mut same, &json!({"spec": {}, "status": {"attached": true}}));
-    assert_eq!(same["status"], json!({"attached": true}), "main update keeps the attacher's status");
+    prepare_for_update(
+        "storage.k8s.io",
+        "VolumeAttachment",
+        &mut same,
+        &json!({"spec": {}, "status": {"attached": true}}),
+    );
+    assert_eq!(
+        same["status"],
+        json!({"attached": true}),
+        "main update keeps the attacher's status"
+    );
 
     let mut cm = json!({"data": {}});
     prepare_for_create("", "ConfigMap", &mut cm);

@@ -130,6 +130,15 @@ fn what_keeps_a_volume_from_matching() {
             false,
         ),
         (
+            "not yet available",
+            pv(
+                "v",
+                "1Gi",
+                json!({"status": {"phase": "Pending"}, "metadata": {"labels": {"tier": "db"}}}),
+            ),
+            false,
+        ),
+        (
             "released",
             pv(
                 "v",
@@ -175,7 +184,7 @@ fn pre_bound_volumes_and_delayed_binding() {
     );
     assert_eq!(pick(&c, &[stale], None, false), None);
     // WaitForFirstConsumer without a node: only the pre-bound volume.
-    assert_eq!(pick(&c, &[free.clone()], None, true), None);
+    assert_eq!(pick(&c, std::slice::from_ref(&free), None, true), None);
     assert_eq!(
         pick(&c, &[free.clone(), prebound], None, true).as_deref(),
         Some("mine")
@@ -205,7 +214,10 @@ fn node_affinity_of_volumes() {
         Err("no matching NodeSelectorTerms".into())
     );
     assert!(check_node_affinity(&pv("any", "1Gi", json!({})), &n2).is_ok());
-    assert_eq!(pick(&c, &[pinned.clone()], Some(&n2), false), None);
+    assert_eq!(
+        pick(&c, std::slice::from_ref(&pinned), Some(&n2), false),
+        None
+    );
     assert_eq!(
         pick(&c, &[pinned], Some(&n1), false).as_deref(),
         Some("local")

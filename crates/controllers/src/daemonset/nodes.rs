@@ -2,8 +2,6 @@
 //! the node-pinning and tolerations a daemon pod gets
 //! (`ReplaceDaemonSetPodNodeNameNodeAffinity`, `AddOrUpdateDaemonPodTolerations`).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodSpec,
     Toleration,
@@ -99,7 +97,7 @@ pub fn target_node(spec: &PodSpec) -> Option<String> {
 
 pub use berth_api::taints::tolerates;
 
-use berth_api::nodeselector::{requirement_matches, term_matches};
+use berth_api::nodeselector::term_matches;
 
 /// nodeSelector and required node affinity against the node.
 pub fn fits_affinity(spec: &PodSpec, node: &Node) -> bool {
@@ -163,6 +161,7 @@ pub fn should_run(template: &PodSpec, node: &Node) -> (bool, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_api::nodeselector::requirement_matches;
     use k8s_openapi::api::core::v1::{NodeSpec, Taint};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -1,10 +1,6 @@
 //! NodeAffinity: `nodeSelector` and required node affinity (Filter);
 //! preferred node affinity weights (Score).
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
-
 use crate::framework::{
     CycleState, Filter, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin, PodInfo, Score, Status,
     default_normalize_score,
@@ -92,6 +88,7 @@ mod tests {
     use super::*;
     use crate::plugins::testing::*;
     use k8s_openapi::api::core::v1::{Affinity, NodeSelector, PreferredSchedulingTerm};
+    use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
     fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
         NodeSelectorRequirement {
