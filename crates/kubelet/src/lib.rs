@@ -13,6 +13,7 @@ pub mod cri;
 pub mod envvars;
 pub mod eviction;
 pub mod images;
+pub mod localpath;
 pub mod node;
 pub mod prober;
 pub mod runtime;

@@ -718,18 +718,30 @@ fn validate_volume_mounts(
             ));
         }
         let sub_path = opt_str(errs, m.get("subPath"), &format!("{p}.subPath")).unwrap_or("");
-        if !sub_path.is_empty() {
-            if sub_path.starts_with('/') {
+        let sub_path_expr =
+            opt_str(errs, m.get("subPathExpr"), &format!("{p}.subPathExpr")).unwrap_or("");
+        if !sub_path.is_empty() && !sub_path_expr.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.subPathExpr"),
+                sub_path_expr,
+                "subPathExpr and subPath are mutually exclusive",
+            ));
+        }
+        for (field, value) in [("subPath", sub_path), ("subPathExpr", sub_path_expr)] {
+            if value.is_empty() {
+                continue;
+            }
+            if value.starts_with('/') {
                 errs.push(FieldError::invalid(
-                    format!("{p}.subPath"),
-                    sub_path,
+                    format!("{p}.{field}"),
+                    value,
                     "must be a relative path",
                 ));
             }
-            if sub_path.split('/').any(|part| part == "..") {
+            if value.split('/').any(|part| part == "..") {
                 errs.push(FieldError::invalid(
-                    format!("{p}.subPath"),
-                    sub_path,
+                    format!("{p}.{field}"),
+                    value,
                     "must not contain '..'",
                 ));
             }

@@ -67,6 +67,8 @@ pub struct AgentConfig {
     pub cgroups: crate::cgroups::CgroupsConfig,
     /// `--eviction-*` (the hard thresholds also shape the Node's allocatable).
     pub eviction: crate::eviction::Settings,
+    /// `<data-dir>/storage`: the local-path provisioner's volumes on this node.
+    pub storage_dir: PathBuf,
 }
 
 impl AgentConfig {
@@ -85,6 +87,7 @@ impl AgentConfig {
             client_ca_pem: None,
             cgroups: crate::cgroups::CgroupsConfig::default(),
             eviction: crate::eviction::Settings::default(),
+            storage_dir: data_dir.join("storage"),
         }
     }
 }
@@ -283,6 +286,13 @@ impl Agent {
                 logs_dir: cfg.dir.join("logs"),
                 pods_dir: cfg.dir.join("pods"),
                 memory_capacity: u64::try_from(memory_capacity).unwrap_or(0),
+            },
+        )));
+        tasks.push(tokio::spawn(crate::localpath::run::run(
+            client.clone(),
+            crate::localpath::run::Config {
+                node_name: cfg.node_name.clone(),
+                storage_dir: cfg.storage_dir.clone(),
             },
         )));
         tasks.push(tokio::spawn(watch_pods(shared)));

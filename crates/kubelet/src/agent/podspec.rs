@@ -224,28 +224,28 @@ pub fn pod_hostname(pod: &Pod) -> String {
         .to_string()
 }
 
+/// The pod's claim-backed volumes the agent resolved (volume name → mount),
+/// filled by the worker before its containers start.
+pub type ClaimMounts = BTreeMap<String, crate::volumes::claims::ClaimMount>;
+
 /// Where a volume is on the host, for the kinds the agent materialises itself
-/// (emptyDir, hostPath) or finds prepared under the pod's directory (the rest).
-pub fn volume_host_path(ctx: &NodeContext, pod: &Pod, volume: &str) -> Option<PathBuf> {
+/// (emptyDir, hostPath, claims) or finds prepared under the pod's directory
+/// (the rest).
+pub fn volume_host_path(
+    ctx: &NodeContext,
+    pod: &Pod,
+    claims: &ClaimMounts,
+    volume: &str,
+) -> Option<PathBuf> {
     let spec = pod.spec.as_ref()?;
     let v = spec.volumes.iter().flatten().find(|v| v.name == volume)?;
     if let Some(h) = &v.host_path {
         return Some(PathBuf::from(&h.path));
     }
-    let kind = if v.empty_dir.is_some() {
-        "kubernetes.io~empty-dir"
-    } else if v.config_map.is_some() {
-        "kubernetes.io~configmap"
-    } else if v.secret.is_some() {
-        "kubernetes.io~secret"
-    } else if v.downward_api.is_some() {
-        "kubernetes.io~downward-api"
-    } else if v.projected.is_some() {
-        "kubernetes.io~projected"
-    } else {
-        return None;
-    };
-    Some(pod_dir(ctx, pod).join("volumes").join(kind).join(volume))
+    if v.persistent_volume_claim.is_some() || v.ephemeral.is_some() {
+        return claims.get(volume).map(|c| c.path.clone());
+    }
+    crate::volumes::volume_dir(&pod_dir(ctx, pod), v)
 }
 
 /// Errors upstream reports as CreateContainerConfigError.
@@ -253,12 +253,17 @@ pub fn volume_host_path(ctx: &NodeContext, pod: &Pod, volume: &str) -> Option<Pa
 pub enum ConfigError {
     #[error("unable to find volume {0:?} for volumeMount")]
     MissingVolume(String),
+    /// subPath/subPathExpr that cannot be prepared (upstream's
+    /// `failed to prepare subPath for volumeMount "x" of container "y"`).
+    #[error("failed to prepare subPath for volumeMount {mount:?} of container {container:?}")]
+    SubPath { mount: String, container: String },
 }
 
 #[allow(clippy::too_many_arguments)]
 pub fn container_config(
     ctx: &NodeContext,
     pod: &Pod,
+    claims: &ClaimMounts,
     c: &Container,
     attempt: u32,
     image: &str,
@@ -279,16 +284,17 @@ pub fn container_config(
     );
     let mut mounts = Vec::new();
     for m in c.volume_mounts.iter().flatten() {
-        let host = volume_host_path(ctx, pod, &m.name)
+        let host = volume_host_path(ctx, pod, claims, &m.name)
             .ok_or_else(|| ConfigError::MissingVolume(m.name.clone()))?;
-        let host = match m.sub_path.as_deref() {
-            Some(sp) if !sp.is_empty() => host.join(sp),
-            _ => host,
+        let host = match sub_path(m, &env) {
+            Some(sp) => host.join(sp),
+            None => host,
         };
+        let claim_read_only = claims.get(&m.name).is_some_and(|c| c.read_only);
         mounts.push(Mount {
             container_path: m.mount_path.clone(),
             host_path: host.display().to_string(),
-            readonly: m.read_only.unwrap_or(false),
+            readonly: m.read_only.unwrap_or(false) || claim_read_only,
         });
     }
     let sc = c.security_context.as_ref();
@@ -319,17 +325,103 @@ pub fn container_config(
         readonly_rootfs: sc
             .and_then(|s| s.read_only_root_filesystem)
             .unwrap_or(false),
+        supplemental_groups: supplemental_groups(pod),
         target_container_id: None,
     })
+}
+
+/// A mount's subPath, or its subPathExpr expanded with the container's
+/// environment (`$(VAR)`, as upstream's ExpandContainerVolumeMounts).
+fn sub_path(
+    m: &k8s_openapi::api::core::v1::VolumeMount,
+    env: &[(String, String)],
+) -> Option<String> {
+    if let Some(sp) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+        return Some(sp.to_string());
+    }
+    m.sub_path_expr
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(|e| crate::envvars::expand_with(e, env))
+}
+
+/// Creates the sub paths a container mounts that do not exist yet, with the
+/// mode of their volume's root (upstream: so that an fsGroup can use them),
+/// refusing any that resolves outside its volume (a symlink in the volume, or
+/// `..` from an expanded subPathExpr).
+pub fn prepare_sub_paths(
+    ctx: &NodeContext,
+    pod: &Pod,
+    claims: &ClaimMounts,
+    c: &Container,
+    env: &[(String, String)],
+) -> Result<(), ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    for m in c.volume_mounts.iter().flatten() {
+        let Some(sp) = sub_path(m, env) else { continue };
+        let err = || ConfigError::SubPath {
+            mount: m.name.clone(),
+            container: c.name.clone(),
+        };
+        let root = volume_host_path(ctx, pod, claims, &m.name)
+            .ok_or_else(|| ConfigError::MissingVolume(m.name.clone()))?;
+        if Path::new(&sp).is_absolute() || sp.split('/').any(|p| p == "..") {
+            return Err(err());
+        }
+        let target = root.join(&sp);
+        if !target.exists() {
+            let mode = std::fs::metadata(&root)
+                .map_err(|_| err())?
+                .permissions()
+                .mode()
+                & 0o7777;
+            std::fs::create_dir_all(&target).map_err(|_| err())?;
+            // Each created level gets the root's mode (create_dir_all applies the umask).
+            let mut p = target.as_path();
+            while p != root && p.starts_with(&root) {
+                let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+                match p.parent() {
+                    Some(parent) => p = parent,
+                    None => break,
+                }
+            }
+        }
+        let (Ok(real_root), Ok(real)) = (root.canonicalize(), target.canonicalize()) else {
+            return Err(err());
+        };
+        if !real.starts_with(&real_root) {
+            return Err(err());
+        }
+    }
+    Ok(())
+}
+
+/// The pod's supplementalGroups and its fsGroup, which every container's
+/// processes join (upstream's kubelet adds fsGroup to the supplemental groups).
+fn supplemental_groups(pod: &Pod) -> Vec<i64> {
+    let sc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    let mut groups: Vec<i64> = sc
+        .and_then(|s| s.supplemental_groups.clone())
+        .unwrap_or_default();
+    groups.extend(sc.and_then(|s| s.fs_group));
+    groups.dedup();
+    groups
 }
 
 /// Makes the directories of emptyDir volumes (hostPath is the user's).
 pub fn prepare_volumes(ctx: &NodeContext, pod: &Pod) -> std::io::Result<()> {
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
         if v.empty_dir.is_some()
-            && let Some(p) = volume_host_path(ctx, pod, &v.name)
+            && let Some(p) = crate::volumes::volume_dir(&pod_dir(ctx, pod), v)
         {
             std::fs::create_dir_all(&p)?;
+            // emptyDir manages ownership: the pod's fsGroup owns it.
+            let sc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+            if let Some(gid) = sc.and_then(|s| s.fs_group) {
+                let policy = sc.and_then(|s| s.fs_group_change_policy.as_deref());
+                crate::volumes::ownership::apply(&p, gid, policy, false)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+            }
         }
     }
     Ok(())
@@ -632,6 +724,7 @@ mod tests {
         let cfg = container_config(
             &ctx(),
             &p,
+            &ClaimMounts::new(),
             c,
             2,
             "sha256:x",
@@ -652,8 +745,82 @@ mod tests {
         let mut bad = c.clone();
         bad.volume_mounts.as_mut().unwrap()[0].name = "nope".into();
         assert_eq!(
-            container_config(&ctx(), &p, &bad, 0, "i", vec![], vec![], vec![]),
+            container_config(
+                &ctx(),
+                &p,
+                &ClaimMounts::new(),
+                &bad,
+                0,
+                "i",
+                vec![],
+                vec![],
+                vec![]
+            ),
             Err(ConfigError::MissingVolume("nope".into()))
+        );
+    }
+
+    #[test]
+    fn claim_volumes_sub_path_exprs_and_sub_path_creation() {
+        let tmp = crate::testutil::TempDir::new("subpath");
+        let data = tmp.path().join("pv");
+        std::fs::create_dir(&data).unwrap();
+        std::os::unix::fs::symlink("/etc", data.join("escape")).unwrap();
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "web-0", "namespace": "ns1", "uid": "u1"},
+            "spec": {
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}}],
+                "containers": [{"name": "c", "image": "busybox",
+                  "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                   {"name": "data", "mountPath": "/mine", "subPathExpr": "logs/$(POD_NAME)"}]}]}
+        }));
+        let mut claims = ClaimMounts::new();
+        claims.insert(
+            "data".into(),
+            crate::volumes::claims::ClaimMount {
+                pv: "pv1".into(),
+                path: data.clone(),
+                read_only: true,
+                supports_ownership: true,
+            },
+        );
+        let c = &p.spec.as_ref().unwrap().containers[0];
+        let env = vec![("POD_NAME".to_string(), "web-0".to_string())];
+        prepare_sub_paths(&ctx(), &p, &claims, c, &env).unwrap();
+        assert!(data.join("logs/web-0").is_dir());
+        let cfg =
+            container_config(&ctx(), &p, &claims, c, 0, "i", env.clone(), vec![], vec![]).unwrap();
+        assert_eq!(cfg.mounts[0].host_path, data.display().to_string());
+        assert_eq!(
+            cfg.mounts[1].host_path,
+            data.join("logs/web-0").display().to_string()
+        );
+        // The claim's readOnly makes every mount of it read-only.
+        assert!(cfg.mounts.iter().all(|m| m.readonly));
+        // An unresolved claim is a missing volume, not a silently empty one.
+        assert_eq!(
+            container_config(
+                &ctx(),
+                &p,
+                &ClaimMounts::new(),
+                c,
+                0,
+                "i",
+                vec![],
+                vec![],
+                vec![]
+            ),
+            Err(ConfigError::MissingVolume("data".into()))
+        );
+        // A sub path through a symlink out of the volume is refused.
+        let mut escaping = c.clone();
+        escaping.volume_mounts.as_mut().unwrap()[1].sub_path_expr = Some("escape".into());
+        assert_eq!(
+            prepare_sub_paths(&ctx(), &p, &claims, &escaping, &env),
+            Err(ConfigError::SubPath {
+                mount: "data".into(),
+                container: "c".into()
+            })
         );
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+mod claims;
 mod evict;
 
 use super::actions::{Action, compute_pod_actions};
@@ -120,6 +121,8 @@ struct Worker {
     /// When payload volumes (configMap, secret, downwardAPI, projected) were
     /// last written; they are refreshed every `VOLUME_RESYNC`.
     volumes_synced: Option<Instant>,
+    /// The pod's claim-backed volumes, resolved once (`worker/claims.rs`).
+    claims: podspec::ClaimMounts,
     /// This sync started a container: the runtime's view must be re-read.
     acted: bool,
     /// When the worker must look again even if nothing changes (the pod's
@@ -221,6 +224,7 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
         sandbox_error: None,
         mount_error: None,
         volumes_synced: None,
+        claims: podspec::ClaimMounts::new(),
         acted: false,
         wake_at: None,
     };
@@ -405,6 +409,10 @@ impl Worker {
             .as_ref()
             .and_then(|s| s.volumes.clone())
             .unwrap_or_default();
+        if let Err((volume, e)) = self.mount_claims(pod, &volumes).await {
+            self.mount_failed(pod, &volume, &e);
+            return false;
+        }
         let needs = volumes.iter().any(|v| {
             v.config_map.is_some()
                 || v.secret.is_some()
@@ -461,19 +469,24 @@ impl Worker {
             };
             let result = payload.and_then(|p| crate::volumes::writer::write(&dir, &p));
             if let Err(e) = result {
-                let msg = format!("MountVolume.SetUp failed for volume {:?} : {e}", v.name);
-                if self.mount_error.as_deref() != Some(msg.as_str()) {
-                    self.shared
-                        .recorder
-                        .event(pod, EventType::Warning, "FailedMount", msg.clone());
-                }
-                self.mount_error = Some(msg);
+                self.mount_failed(pod, &v.name, &e);
                 return false;
             }
         }
         self.mount_error = None;
         self.volumes_synced = Some(Instant::now());
         true
+    }
+
+    /// A FailedMount event, once per distinct message.
+    fn mount_failed(&mut self, pod: &Pod, volume: &str, e: &crate::volumes::VolumeError) {
+        let msg = format!("MountVolume.SetUp failed for volume {volume:?} : {e}");
+        if self.mount_error.as_deref() != Some(msg.as_str()) {
+            self.shared
+                .recorder
+                .event(pod, EventType::Warning, "FailedMount", msg.clone());
+        }
+        self.mount_error = Some(msg);
     }
 
     /// A token for every serviceAccountToken source of the pod's volumes,
@@ -847,9 +860,16 @@ impl Worker {
             }
         };
         let (command, args) = envvars::expand_command_and_args(c, &env);
+        if let Err(e) =
+            podspec::prepare_sub_paths(&self.shared.ctx, pod, &self.claims, c, &env.vars)
+        {
+            self.config_error(&cref, c, &e.to_string());
+            return;
+        }
         let cfg = match podspec::container_config(
             &self.shared.ctx,
             pod,
+            &self.claims,
             c,
             attempt,
             &image,

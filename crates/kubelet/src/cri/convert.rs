@@ -164,6 +164,7 @@ pub(super) fn container_config(
                 run_as_user: c.run_as_user.map(|value| cri::Int64Value { value }),
                 run_as_group: c.run_as_group.map(|value| cri::Int64Value { value }),
                 readonly_rootfs: c.readonly_rootfs,
+                supplemental_groups: c.supplemental_groups.clone(),
                 ..Default::default()
             }),
         }),

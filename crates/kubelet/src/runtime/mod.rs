@@ -166,6 +166,8 @@ pub struct ContainerConfig {
     pub run_as_user: Option<i64>,
     pub run_as_group: Option<i64>,
     pub readonly_rootfs: bool,
+    /// Extra groups of the container's processes (supplementalGroups, fsGroup).
+    pub supplemental_groups: Vec<i64>,
     /// Share the PID namespace of this container (ephemeral containers' target).
     pub target_container_id: Option<String>,
 }

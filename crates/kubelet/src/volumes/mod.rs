@@ -11,7 +11,9 @@
 //! [`host_path`]). Errors carry upstream's wording; the agent reports them as
 //! `FailedMount` events (`MountVolume.SetUp failed for volume "x" : <error>`).
 
+pub mod claims;
 pub mod host;
+pub mod ownership;
 pub mod writer;
 
 use std::collections::BTreeMap;
@@ -66,6 +68,12 @@ pub enum VolumeError {
     /// message, e.g. `failed to fetch token: <server error>`).
     #[error("{0}")]
     Token(String),
+    /// A claim-backed volume whose claim or PV cannot be used (`claims`).
+    #[error("{0}")]
+    Claim(String),
+    /// A volume source the agent has no plugin for.
+    #[error("volume source {0:?} is not supported by Berth's node agent")]
+    Unsupported(&'static str),
 }
 
 fn mode_of(item: Option<i32>, default: i32) -> u32 {

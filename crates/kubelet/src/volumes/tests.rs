@@ -8,27 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::envvars::EnvSources;
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!(
-            "berth-volumes-{tag}-{}-{}",
-            std::process::id(),
-            chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::testutil::TempDir;
 
 fn cm() -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": "conf"},
@@ -420,7 +400,7 @@ fn read(p: &std::path::Path) -> String {
 #[test]
 fn atomic_writer_layout_and_updates() {
     let tmp = TempDir::new("writer");
-    let dir = tmp.0.join("vol");
+    let dir = tmp.path().join("vol");
     let payload = |entries: &[(&str, &str, u32)]| -> Payload {
         entries
             .iter()
@@ -484,7 +464,7 @@ fn atomic_writer_layout_and_updates() {
     );
     let data2 = std::fs::read_link(dir.join("..data")).unwrap();
     assert_ne!(data2, data);
-    assert!(!tmp.0.join("vol").join(&ts).exists());
+    assert!(!tmp.path().join("vol").join(&ts).exists());
     assert_eq!(read(&dir.join("mode")), "dev");
     assert_eq!(read(&dir.join("extra")), "x");
     assert!(std::fs::symlink_metadata(dir.join("cfg")).is_err());
@@ -504,10 +484,10 @@ fn atomic_writer_layout_and_updates() {
 #[test]
 fn empty_dir_and_host_path() {
     let tmp = TempDir::new("host");
-    let plan = empty_dir(&tmp.0, "scratch", &Default::default()).unwrap();
+    let plan = empty_dir(tmp.path(), "scratch", &Default::default()).unwrap();
     assert_eq!(
         plan.path,
-        tmp.0.join("volumes/kubernetes.io~empty-dir/scratch")
+        tmp.path().join("volumes/kubernetes.io~empty-dir/scratch")
     );
     assert_eq!(plan.tmpfs_size, None);
     host::create_empty_dir(&plan).unwrap();
@@ -517,28 +497,28 @@ fn empty_dir_and_host_path() {
     );
     let mem = serde_json::from_value(json!({"medium": "Memory", "sizeLimit": "64Mi"})).unwrap();
     assert_eq!(
-        empty_dir(&tmp.0, "m", &mem).unwrap().tmpfs_size,
+        empty_dir(tmp.path(), "m", &mem).unwrap().tmpfs_size,
         Some(64 << 20)
     );
 
     let hp = |path: &std::path::Path, ty: &str| -> Result<PathBuf, VolumeError> {
         host_path(&serde_json::from_value(json!({"path": path, "type": ty})).unwrap())
     };
-    let d = tmp.0.join("made/dir");
+    let d = tmp.path().join("made/dir");
     assert_eq!(hp(&d, "DirectoryOrCreate").unwrap(), d);
     assert!(d.is_dir());
     assert_eq!(
         std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
         0o755
     );
-    let file = tmp.0.join("f.txt");
+    let file = tmp.path().join("f.txt");
     hp(&file, "FileOrCreate").unwrap();
     assert!(file.is_file());
     assert_eq!(
         std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
         0o644
     );
-    let nope = tmp.0.join("nope");
+    let nope = tmp.path().join("nope");
     let cases = [
         (d.clone(), "Directory", None),
         (file.clone(), "File", None),
