@@ -213,6 +213,10 @@ struct ServerArgs {
     /// Do not run the node agent on this machine (as k3s's --disable-agent).
     #[arg(long)]
     disable_agent: bool,
+    /// Create the default StorageClass `local-path` (Berth's local-path
+    /// provisioner, as k3s ships one) when it is missing.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    default_storage_class: bool,
     #[command(flatten)]
     ingress: agent::IngressArgs,
     #[command(flatten)]
@@ -417,6 +421,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         .await?;
         components.push(component);
     }
+    if args.default_storage_class {
+        let client = client_from(&kubeconfig, "berth-storage").await?;
+        tokio::spawn(ensure_default_storage_class(client));
+    }
     let node_agent = if args.disable_agent {
         None
     } else {
@@ -507,6 +515,24 @@ where
 
 /// Binds the ingress ports and runs the ingress controller. Ports that cannot be
 /// bound (80/443 need privileges) are reported and the server goes on without it.
+/// Creates the `local-path` StorageClass unless one of that name exists
+/// (an administrator's edits or deletion of the default flag are kept).
+async fn ensure_default_storage_class(client: kube::Client) {
+    let api: kube::Api<k8s_openapi::api::storage::v1::StorageClass> = kube::Api::all(client);
+    let class = berth_kubelet::localpath::default_storage_class();
+    for _ in 0..30 {
+        match api.create(&kube::api::PostParams::default(), &class).await {
+            Ok(_) => return info!("created the default StorageClass local-path"),
+            Err(kube::Error::Api(s)) if s.code == 409 => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "creating the default StorageClass");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }
+    }
+    tracing::warn!("could not create the default StorageClass local-path");
+}
+
 async fn start_ingress(client: kube::Client, args: &agent::IngressArgs, node_name: Option<String>) {
     let (http_port, https_port) = (args.ingress_http_port, args.ingress_https_port);
     let any = std::net::IpAddr::from([0, 0, 0, 0]);

@@ -9,7 +9,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn server(tag: &str) -> common::Server {
-    let s = common::Server::start_with(common::temp_dir(tag), &["--simulate-nodes", "3"]);
+    sim_server(tag, &[])
+}
+
+fn sim_server(tag: &str, extra: &[&str]) -> common::Server {
+    let mut args = vec!["--simulate-nodes", "3"];
+    args.extend_from_slice(extra);
+    let s = common::Server::start_with(common::temp_dir(tag), &args);
     wait_for("3 Ready nodes", Duration::from_secs(30), || {
         let out = s.k(&["get", "nodes", "--no-headers"]);
         out.lines()
@@ -105,7 +111,17 @@ spec:
 
 #[test]
 fn statefulset_ordered_creation_scale_down_and_claims() {
-    let s = server("sts");
+    // Simulated nodes run no provisioner: the claims bind to static volumes
+    // (no default class, so the claims are class-less and bind at once).
+    let s = sim_server("sts", &["--default-storage-class=false"]);
+    for i in 0..6 {
+        apply(
+            &s,
+            &format!(
+                "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv-{i}}}\nspec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  hostPath: {{path: /tmp/berth-sts-pv-{i}}}\n"
+            ),
+        );
+    }
     apply(&s, STATEFULSET);
 
     // Every snapshot in which web-N first appears must already show web-(N-1)
