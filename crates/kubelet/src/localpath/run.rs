@@ -187,7 +187,12 @@ impl Provisioner {
                 self.cfg.storage_dir.display()
             ));
         };
-        if let Err(e) = remove_dir(&dir) {
+        // A Released volume's claim is gone, and pvc-protection kept the claim
+        // until no pod used it; containers bind-mount the directory itself,
+        // so nothing is mounted inside it.
+        if dir.exists()
+            && let Err(e) = std::fs::remove_dir_all(&dir)
+        {
             return failed(format!("removing {}: {e}", dir.display()));
         }
         match Api::<PersistentVolume>::all(self.client.clone())
@@ -207,14 +212,4 @@ fn make_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
-}
-
-/// Removes the volume's directory. A Released volume's claim is gone, and
-/// pvc-protection kept the claim until no pod used it; containers bind-mount
-/// the directory itself, so nothing is mounted inside it.
-fn remove_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    if !dir.exists() {
-        return Ok(());
-    }
-    std::fs::remove_dir_all(dir)
 }

@@ -211,20 +211,20 @@ fn source_kind(spec: &k8s_openapi::api::core::v1::PersistentVolumeSpec) -> &'sta
 /// Pod volume sources the agent has no plugin for (upstream would find a
 /// plugin; Berth reports the volume as unmountable instead of dropping it).
 pub fn unsupported_source(volume: &Volume) -> Option<&'static str> {
-    let v = serde_json::to_value(volume).unwrap_or_default();
-    const SUPPORTED: &[&str] = &[
-        "emptyDir",
-        "hostPath",
-        "configMap",
-        "secret",
-        "downwardAPI",
-        "projected",
-        "persistentVolumeClaim",
-        "ephemeral",
-    ];
-    if SUPPORTED.iter().any(|k| v.get(*k).is_some()) {
+    // The typed check first: every sync asks, and only the rare unsupported
+    // volume is serialised to name its source.
+    let supported = volume.empty_dir.is_some()
+        || volume.host_path.is_some()
+        || volume.config_map.is_some()
+        || volume.secret.is_some()
+        || volume.downward_api.is_some()
+        || volume.projected.is_some()
+        || volume.persistent_volume_claim.is_some()
+        || volume.ephemeral.is_some();
+    if supported {
         return None;
     }
+    let v = serde_json::to_value(volume).unwrap_or_default();
     Some(
         UNMOUNTABLE
             .iter()
