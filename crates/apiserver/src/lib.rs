@@ -15,6 +15,7 @@ pub mod csr;
 pub mod decode;
 pub mod discovery;
 pub mod endpoints;
+pub mod inflight;
 pub mod metrics;
 pub mod negotiate;
 pub mod node_authorizer;
@@ -71,6 +72,9 @@ pub struct Config {
     pub admission_plugins: Vec<&'static str>,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<authorization::Mode>,
+    /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (0: no limit).
+    pub max_requests_inflight: usize,
+    pub max_mutating_requests_inflight: usize,
 }
 
 /// The `iss` of ServiceAccount tokens and their default audience (k3s's and
@@ -180,6 +184,10 @@ impl ApiServer {
                 ),
             ),
             authorizer,
+            inflight: inflight::Limiter::new(
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+            ),
             server_address: format!("{host}:{}", secure_addr.port()),
             kubelet: streaming::KubeletClient::new(
                 &pki.kubelet_client_cert_pem,
@@ -273,6 +281,8 @@ impl LocalApiServer {
                 .resolve()
                 .map_err(anyhow::Error::msg)?,
             authorization_modes: vec![authorization::Mode::Node, authorization::Mode::Rbac],
+            max_requests_inflight: inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
+            max_mutating_requests_inflight: inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;

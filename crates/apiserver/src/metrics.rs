@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -24,10 +25,18 @@ pub struct LatencyLabels {
     pub resource: String,
 }
 
+/// `request_kind`: upstream's `readOnly` or `mutating` in-flight pool.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub request_kind: &'static str,
+}
+
 pub struct Metrics {
     registry: Mutex<Registry>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<LatencyLabels, Histogram>,
+    inflight: Family<KindLabels, Gauge>,
+    dropped: Family<KindLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -51,10 +60,24 @@ impl Default for Metrics {
             "Response latency distribution in seconds for each verb and resource",
             latency.clone(),
         );
+        let inflight = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+            inflight.clone(),
+        );
+        let dropped = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "apiserver_dropped_requests",
+            "Number of requests dropped with 'Try again later' response",
+            dropped.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
             latency,
+            inflight,
+            dropped,
         }
     }
 }
@@ -68,6 +91,22 @@ impl Metrics {
             })
             .observe(seconds);
         self.requests.get_or_create(&labels).inc();
+    }
+
+    /// A request refused by the in-flight limit of `request_kind`'s pool.
+    pub fn dropped(&self, request_kind: &'static str) {
+        self.dropped
+            .get_or_create(&KindLabels { request_kind })
+            .inc();
+    }
+
+    /// The requests being served now, (read-only, mutating).
+    pub fn set_inflight(&self, (read_only, mutating): (usize, usize)) {
+        for (request_kind, n) in [("readOnly", read_only), ("mutating", mutating)] {
+            self.inflight
+                .get_or_create(&KindLabels { request_kind })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     pub fn render(&self) -> String {

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -21,6 +21,7 @@ use crate::authentication::{Authenticator, ConnAuth, user_from_cert};
 use crate::authorization::{self, Authorizer};
 use crate::decode;
 use crate::discovery;
+use crate::inflight::Admit;
 use crate::metrics::{Metrics, RequestLabels};
 use crate::negotiate::{self, Format, Include, Output, Shape};
 use crate::request::{self, Query, ResourcePath, Target};
@@ -36,6 +37,7 @@ pub struct State {
     pub metrics: Metrics,
     pub authenticator: Authenticator,
     pub authorizer: Arc<Authorizer>,
+    pub inflight: crate::inflight::Limiter,
     pub server_address: String,
     /// TLS to kubelets for pods' log, exec, attach and portforward.
     pub kubelet: Option<crate::streaming::KubeletClient>,
@@ -125,13 +127,14 @@ fn is_public(path: &str) -> bool {
         .any(|p| path == *p || path.starts_with(&format!("{p}/")))
 }
 
-/// Authentication, impersonation and authorization of one request: the user
-/// it acts as, or the 401/403 to send.
+/// Authentication, impersonation, the in-flight limit and authorization of
+/// one request (upstream's filter order): the user it acts as and its place in
+/// the in-flight pools, or the 401/403 to send.
 async fn admit_request(
     state: &State,
     auth: &ConnAuth,
     req: &Request<Incoming>,
-) -> ApiResult<UserInfo> {
+) -> ApiResult<(UserInfo, Admit)> {
     let user = state
         .authenticator
         .authenticate(&state.rest, auth, req.headers())
@@ -140,8 +143,27 @@ async fn admit_request(
     let user = authorization::impersonate(&state.authorizer, &state.rest, user, req.headers())?;
     let watch = Query::parse(req.uri().query()).flag("watch");
     let attrs = authorization::attributes(&user, req.method(), req.uri().path(), watch);
+    let admit = state.inflight.admit(&attrs);
+    if let Admit::Busy(kind) = admit {
+        state.metrics.dropped(kind);
+        return Ok((user, admit));
+    }
     state.authorizer.check(&state.rest, &attrs)?;
-    Ok(user)
+    Ok((user, admit))
+}
+
+/// Upstream's refusal of a request over the in-flight limit.
+fn too_many_requests() -> Response<Body> {
+    let mut resp = full(
+        StatusCode::TOO_MANY_REQUESTS,
+        "text/plain; charset=utf-8",
+        crate::inflight::TOO_MANY_REQUESTS,
+    );
+    resp.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from(crate::inflight::RETRY_AFTER_SECONDS),
+    );
+    resp
 }
 
 /// Serves one request.
@@ -164,7 +186,8 @@ pub async fn handle(
     let accept = header_str(&req, header::ACCEPT);
     let resp = match admit_request(&state, &auth, &req).await {
         Err(e) => error_response(&e, &accept),
-        Ok(user) => {
+        Ok((_, Admit::Busy(_))) => too_many_requests(),
+        Ok((user, Admit::Serve(_slot))) => {
             let (result, warnings) =
                 crate::warnings::collect(route(&state, req, user, &mut labels)).await;
             let mut resp = match result {
@@ -189,9 +212,24 @@ pub async fn handle(
     Ok(resp)
 }
 
+/// kube-apiserver's `--request-timeout` default: a body that has not arrived
+/// by then (a slow or stalled client) ends the request with upstream's 504.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
 async fn read_body(req: Request<Incoming>) -> ApiResult<Bytes> {
-    let limited = Limited::new(req.into_body(), decode::MAX_BODY);
-    match limited.collect().await {
+    read_body_within(req.into_body(), REQUEST_TIMEOUT).await
+}
+
+async fn read_body_within<B>(body: B, limit: Duration) -> ApiResult<Bytes>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limited = Limited::new(body, decode::MAX_BODY);
+    let Ok(collected) = tokio::time::timeout(limit, limited.collect()).await else {
+        return Err(ApiError::request_timeout());
+    };
+    match collected {
         Ok(c) => Ok(c.to_bytes()),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -247,6 +285,7 @@ async fn route(
             ));
         }
         "/metrics" => {
+            state.metrics.set_inflight(state.inflight.in_flight());
             return Ok(full(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
@@ -548,10 +587,15 @@ pub async fn serve_tls(
         let state = state.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match acceptor.accept(tcp).await {
-                Ok(t) => t,
-                Err(e) => {
+            let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+            {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) => {
                     debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    debug!(%peer, "TLS handshake timed out");
                     return;
                 }
             };
@@ -564,7 +608,7 @@ pub async fn serve_tls(
             let auth = ConnAuth::Tls(user);
             let svc =
                 hyper::service::service_fn(move |req| handle(state.clone(), auth.clone(), req));
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let builder = conn_builder();
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
                 debug!(%peer, error = %e, "connection ended");
@@ -574,6 +618,21 @@ pub async fn serve_tls(
     drop(listener);
     // Long watches would hold shutdown forever: give connections a moment, then go.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
+}
+
+/// A client that opens a connection and sends nothing holds no task for long:
+/// Go's default TLS handshake timeout, and kube-apiserver's `ReadHeaderTimeout`.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// HTTP/1.1 and HTTP/2 on one connection, with the header read timeout.
+fn conn_builder() -> hyper_util::server::conn::auto::Builder<TokioExecutor> {
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(READ_HEADER_TIMEOUT);
+    builder
 }
 
 /// Accepts plain-HTTP connections (loopback only) until `shutdown` resolves.
@@ -597,7 +656,7 @@ pub async fn serve_plain(
             let svc = hyper::service::service_fn(move |req| {
                 handle(state.clone(), ConnAuth::Trusted, req)
             });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let builder = conn_builder();
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
                 debug!(%peer, error = %e, "connection ended");
@@ -606,4 +665,50 @@ pub async fn serve_plain(
     }
     drop(listener);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), graceful.shutdown()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_ends_in_upstreams_timeout() {
+        // One chunk, then nothing: a client that stalls mid-body.
+        let chunks =
+            futures::stream::iter([Ok::<_, Infallible>(Frame::data(Bytes::from("{\"a\"")))])
+                .chain(futures::stream::pending());
+        let e = read_body_within(StreamBody::new(chunks), Duration::from_millis(50))
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (504, "Timeout"));
+        assert_eq!(
+            e.message,
+            "Timeout: request did not complete within requested timeout - context deadline exceeded"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_whole_body_is_read_and_an_oversized_one_refused() {
+        let body = Full::new(Bytes::from_static(b"{}"));
+        let got = read_body_within(body, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(&got[..], b"{}");
+        let big = Full::new(Bytes::from(vec![b' '; decode::MAX_BODY + 1]));
+        let e = read_body_within(big, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 413);
+    }
+
+    #[test]
+    fn too_many_requests_is_upstreams_plain_text_with_retry_after() {
+        let r = too_many_requests();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(
+            r.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+    }
 }

@@ -145,6 +145,15 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// Upstream's timeout filter's answer to a request past `--request-timeout`.
+    pub fn request_timeout() -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )
+    }
+
     pub fn too_large() -> Self {
         Self::new(
             413,

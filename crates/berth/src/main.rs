@@ -251,6 +251,13 @@ struct ServerArgs {
     /// system:masters, as the admin kubeconfig's user, are always allowed.
     #[arg(long, default_value = "Node,RBAC", value_parser = parse_authorization_modes)]
     authorization_mode: AuthorizationModes,
+    /// The most non-mutating requests (get, list) served at once; more get 429
+    /// with Retry-After (watches, exec, logs and proxy are not counted; 0: no limit).
+    #[arg(long, default_value_t = berth_apiserver::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
+    max_requests_inflight: usize,
+    /// The most mutating requests served at once (0: no limit).
+    #[arg(long, default_value_t = berth_apiserver::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
+    max_mutating_requests_inflight: usize,
 }
 
 /// `--authorization-mode` as one value (clap would take a `Vec` for repeats).
@@ -321,6 +328,8 @@ async fn server(args: ServerArgs) -> Result<()> {
         },
         admission_plugins,
         authorization_modes: args.authorization_mode.0.clone(),
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
     };
     let api = berth_apiserver::ApiServer::bind(config, store).await?;
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");
