@@ -8,6 +8,7 @@ pub mod admission;
 pub mod aggregator;
 pub mod alloc;
 pub mod apiextensions;
+pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod bootstrap;
@@ -75,6 +76,8 @@ pub struct Config {
     /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (0: no limit).
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    /// `--audit-policy-file` and the log backend's `--audit-log-*`.
+    pub audit: audit::Options,
 }
 
 /// The `iss` of ServiceAccount tokens and their default audience (k3s's and
@@ -116,6 +119,8 @@ impl ApiServer {
     /// Prepares PKI and kubeconfig, bootstraps system objects, and binds the ports.
     pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // A bad policy or an unwritable log stops the start, before anything listens.
+        let auditor = audit::Auditor::start(&config.audit)?;
         let mut sans = config.tls_sans.clone();
         // In-cluster clients dial the `kubernetes` Service's IP and check it,
         // as upstream puts it in the serving certificate.
@@ -184,6 +189,7 @@ impl ApiServer {
                 ),
             ),
             authorizer,
+            audit: auditor,
             inflight: inflight::Limiter::new(
                 config.max_requests_inflight,
                 config.max_mutating_requests_inflight,
@@ -283,6 +289,7 @@ impl LocalApiServer {
             authorization_modes: vec![authorization::Mode::Node, authorization::Mode::Rbac],
             max_requests_inflight: inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            audit: Default::default(),
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;

@@ -38,6 +38,8 @@ pub struct State {
     pub authenticator: Authenticator,
     pub authorizer: Arc<Authorizer>,
     pub inflight: crate::inflight::Limiter,
+    /// `--audit-policy-file` with `--audit-log-path`: None records nothing.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
     pub server_address: String,
     /// TLS to kubelets for pods' log, exec, attach and portforward.
     pub kubelet: Option<crate::streaming::KubeletClient>,
@@ -134,13 +136,19 @@ async fn admit_request(
     state: &State,
     auth: &ConnAuth,
     req: &Request<Incoming>,
+    audit: &mut crate::audit::Request<'_>,
 ) -> ApiResult<(UserInfo, Admit)> {
-    let user = state
+    let Ok(user) = state
         .authenticator
         .authenticate(&state.rest, auth, req.headers())
         .await
-        .map_err(|_| ApiError::unauthorized())?;
+    else {
+        audit.failed_authentication(req);
+        return Err(ApiError::unauthorized());
+    };
+    audit.authenticated(&user, req).await;
     let user = authorization::impersonate(&state.authorizer, &state.rest, user, req.headers())?;
+    audit.impersonated(&user);
     let watch = Query::parse(req.uri().query()).flag("watch");
     let attrs = authorization::attributes(&user, req.method(), req.uri().path(), watch);
     let admit = state.inflight.admit(&attrs);
@@ -148,7 +156,7 @@ async fn admit_request(
         state.metrics.dropped(kind);
         return Ok((user, admit));
     }
-    state.authorizer.check(&state.rest, &attrs)?;
+    audit.authorize(&state.authorizer, &state.rest, &attrs)?;
     Ok((user, admit))
 }
 
@@ -170,6 +178,7 @@ fn too_many_requests() -> Response<Body> {
 pub async fn handle(
     state: Arc<State>,
     auth: ConnAuth,
+    peer: SocketAddr,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
@@ -184,12 +193,13 @@ pub async fn handle(
         code: String::new(),
     };
     let accept = header_str(&req, header::ACCEPT);
-    let resp = match admit_request(&state, &auth, &req).await {
+    let mut audit = crate::audit::Request::new(state.audit.as_deref(), &req, peer);
+    let resp = match admit_request(&state, &auth, &req, &mut audit).await {
         Err(e) => error_response(&e, &accept),
         Ok((_, Admit::Busy(_))) => too_many_requests(),
         Ok((user, Admit::Serve(_slot))) => {
             let (result, warnings) =
-                crate::warnings::collect(route(&state, req, user, &mut labels)).await;
+                crate::warnings::collect(audit.serve(route(&state, req, user, &mut labels))).await;
             let mut resp = match result {
                 Ok(r) => r,
                 Err(e) => error_response(&e, &accept),
@@ -204,6 +214,7 @@ pub async fn handle(
             resp
         }
     };
+    let resp = audit.finish(resp).await;
     labels.code = resp.status().as_u16().to_string();
     debug!(method = %method, path = %path, code = %labels.code, ms = started.elapsed().as_millis() as u64, "request");
     state
@@ -230,7 +241,11 @@ where
         return Err(ApiError::request_timeout());
     };
     match collected {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            let body = c.to_bytes();
+            crate::audit::request_body(&body);
+            Ok(body)
+        }
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
@@ -606,8 +621,9 @@ pub async fn serve_tls(
                 .and_then(|c| c.first())
                 .and_then(|c| user_from_cert(c.as_ref()));
             let auth = ConnAuth::Tls(user);
-            let svc =
-                hyper::service::service_fn(move |req| handle(state.clone(), auth.clone(), req));
+            let svc = hyper::service::service_fn(move |req| {
+                handle(state.clone(), auth.clone(), peer, req)
+            });
             let builder = conn_builder();
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
@@ -654,7 +670,7 @@ pub async fn serve_plain(
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
-                handle(state.clone(), ConnAuth::Trusted, req)
+                handle(state.clone(), ConnAuth::Trusted, peer, req)
             });
             let builder = conn_builder();
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), svc);

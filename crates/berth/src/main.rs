@@ -239,6 +239,22 @@ struct ServerArgs {
     /// The range NodePort Services' node ports come from.
     #[arg(long, default_value = "30000-32767")]
     service_node_port_range: berth_apiserver::alloc::PortRange,
+    /// An audit.k8s.io/v1 Policy file (YAML or JSON): which requests are recorded
+    /// and at what level (as kube-apiserver's flag). Needs --audit-log-path.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written, one JSON object a line; `-` is standard output.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// The most days a rotated audit log is kept, by the time in its name (0: no limit).
+    #[arg(long, default_value_t = berth_apiserver::audit::DEFAULT_LOG_MAX_AGE_DAYS, value_parser = non_negative, allow_negative_numbers = true)]
+    audit_log_maxage: u32,
+    /// The most rotated audit logs kept (0: no limit).
+    #[arg(long, default_value_t = berth_apiserver::audit::DEFAULT_LOG_MAX_BACKUPS, value_parser = non_negative, allow_negative_numbers = true)]
+    audit_log_maxbackup: u32,
+    /// The size in megabytes at which the audit log is rotated (0: never).
+    #[arg(long, default_value_t = berth_apiserver::audit::DEFAULT_LOG_MAX_SIZE_MB, value_parser = non_negative, allow_negative_numbers = true)]
+    audit_log_maxsize: u32,
     /// Admission plugins to enable besides the default ones (comma-separated;
     /// they always run in upstream's order, as kube-apiserver's flag).
     #[arg(long, value_delimiter = ',')]
@@ -263,6 +279,14 @@ struct ServerArgs {
 /// `--authorization-mode` as one value (clap would take a `Vec` for repeats).
 #[derive(Debug, Clone)]
 struct AuthorizationModes(Vec<berth_apiserver::authorization::Mode>);
+
+/// The audit log's numbers, refused below 0 as upstream refuses them.
+fn non_negative(s: &str) -> Result<u32, String> {
+    match s.parse::<i64>() {
+        Ok(n) if n < 0 => Err(format!("{n} can't be a negative number")),
+        _ => s.parse::<u32>().map_err(|e| e.to_string()),
+    }
+}
 
 fn parse_authorization_modes(s: &str) -> Result<AuthorizationModes, String> {
     berth_apiserver::authorization::parse_modes(s).map(AuthorizationModes)
@@ -316,6 +340,13 @@ async fn server(args: ServerArgs) -> Result<()> {
     .map_err(anyhow::Error::msg)?;
     let config = berth_apiserver::Config {
         data_dir: args.data_dir.clone(),
+        audit: berth_apiserver::audit::Options {
+            policy_file: args.audit_policy_file.clone(),
+            log_path: args.audit_log_path.clone(),
+            log_max_age_days: args.audit_log_maxage,
+            log_max_backups: args.audit_log_maxbackup,
+            log_max_size_mb: args.audit_log_maxsize,
+        },
         bind_address: args.bind_address,
         secure_port: args.secure_port,
         insecure_port: args.insecure_port,
