@@ -300,8 +300,18 @@ impl Server {
             &url,
         ];
         let ct = format!("Content-Type: {content_type}");
+        // A body past the kernel's argument limit goes through a file.
+        let from_file;
         if let Some(b) = body {
-            args.extend(["-H", &ct, "--data-binary", b]);
+            let data = if b.len() > 64 * 1024 {
+                let path = self.data_dir.join("request-body");
+                std::fs::write(&path, b).expect("write the request body");
+                from_file = format!("@{}", path.display());
+                from_file.as_str()
+            } else {
+                b
+            };
+            args.extend(["-H", &ct, "--data-binary", data]);
         }
         let out = self.curl(&args);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
