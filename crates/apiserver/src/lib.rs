@@ -71,6 +71,9 @@ pub struct Config {
     pub services: alloc::ServiceRanges,
     /// The enabled admission plugins (from [`admission::Config::resolve`]).
     pub admission_plugins: Vec<&'static str>,
+    /// `--admission-control-config-file`: an AdmissionConfiguration (only
+    /// PodSecurity's configuration is read from it).
+    pub admission_config_file: Option<PathBuf>,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<authorization::Mode>,
     /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (0: no limit).
@@ -130,6 +133,12 @@ impl ApiServer {
         if !config.bind_address.is_unspecified() {
             sans.push(config.bind_address.to_string());
         }
+        // A bad admission configuration is a start-up error, before anything listens.
+        let admission_config = match &config.admission_config_file {
+            Some(path) => admission::config_file::AdmissionConfiguration::load(path)
+                .map_err(anyhow::Error::msg)?,
+            None => Default::default(),
+        };
         let pki = pki::load_or_create(&config.data_dir, &sans)?;
         let secure = TcpListener::bind(SocketAddr::new(config.bind_address, config.secure_port))
             .await
@@ -173,7 +182,10 @@ impl ApiServer {
                 )
                 .await?,
                 services: Arc::new(alloc::Allocator::new(store.clone(), config.services)),
-                admission: admission::Chain::new(&config.admission_plugins),
+                admission: admission::Chain::configured(
+                    &config.admission_plugins,
+                    &admission_config,
+                ),
                 authorizer: authorizer.clone(),
             },
             metrics: metrics::Metrics::default(),
@@ -286,6 +298,7 @@ impl LocalApiServer {
             admission_plugins: admission::Config::default()
                 .resolve()
                 .map_err(anyhow::Error::msg)?,
+            admission_config_file: None,
             authorization_modes: vec![authorization::Mode::Node, authorization::Mode::Rbac],
             max_requests_inflight: inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,

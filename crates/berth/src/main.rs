@@ -262,6 +262,11 @@ struct ServerArgs {
     /// Admission plugins to turn off, default ones included.
     #[arg(long, value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
+    /// An AdmissionConfiguration (apiserver.config.k8s.io/v1) with the
+    /// PodSecurity plugin's PodSecurityConfiguration (cluster defaults,
+    /// exemptions), inline or by path.
+    #[arg(long)]
+    admission_control_config_file: Option<PathBuf>,
     /// Authorizers in the order they are asked (comma-separated): Node, RBAC,
     /// AlwaysAllow, AlwaysDeny (as kube-apiserver's flag). Members of
     /// system:masters, as the admin kubeconfig's user, are always allowed.
@@ -358,6 +363,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             node_ports: args.service_node_port_range,
         },
         admission_plugins,
+        admission_config_file: args.admission_control_config_file.clone(),
         authorization_modes: args.authorization_mode.0.clone(),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,

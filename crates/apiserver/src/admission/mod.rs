@@ -6,6 +6,7 @@
 //! `--disable-admission-plugins` choose the set ([`Config::resolve`]); the order
 //! is always [`ORDER`]'s, whatever the flags' order, as kube-apiserver's.
 
+pub mod config_file;
 mod default_ingress_class;
 mod default_storage_class;
 mod default_toleration_seconds;
@@ -14,6 +15,7 @@ mod mutating_webhook;
 mod namespace_lifecycle;
 mod node_restriction;
 mod persistent_volume_claim_resize;
+pub mod pod_security;
 mod priority;
 mod resource_quota;
 mod service_account;
@@ -103,14 +105,16 @@ pub const ORDER: &[(&str, bool)] = &[
     ("ResourceQuota", true),
 ];
 
-/// The plugins Berth implements, by name.
-fn build(name: &str) -> Option<Box<dyn Plugin>> {
+/// The plugins Berth implements, by name, with their configuration from
+/// `--admission-control-config-file`.
+fn build(name: &str, config: &config_file::AdmissionConfiguration) -> Option<Box<dyn Plugin>> {
     Some(match name {
         "NamespaceLifecycle" => Box::new(namespace_lifecycle::NamespaceLifecycle),
         "LimitRanger" => Box::new(limit_ranger::LimitRanger),
         "ServiceAccount" => Box::new(service_account::ServiceAccount),
         "NodeRestriction" => Box::new(node_restriction::NodeRestriction),
         "TaintNodesByCondition" => Box::new(taint_nodes_by_condition::TaintNodesByCondition),
+        "PodSecurity" => Box::new(pod_security::PodSecurity::new(config.pod_security.clone())),
         "Priority" => Box::new(priority::Priority),
         "DefaultTolerationSeconds" => {
             Box::new(default_toleration_seconds::DefaultTolerationSeconds)
@@ -169,7 +173,7 @@ impl Config {
             .enable
             .iter()
             .map(String::as_str)
-            .filter(|n| build(n).is_none())
+            .filter(|n| build(n, &Default::default()).is_none())
             .collect();
         if !missing.is_empty() {
             return Err(format!(
@@ -181,7 +185,9 @@ impl Config {
             .iter()
             .filter(|(n, default)| {
                 let wanted = *default || self.enable.iter().any(|e| e == n);
-                wanted && !self.disable.iter().any(|d| d == n) && build(n).is_some()
+                wanted
+                    && !self.disable.iter().any(|d| d == n)
+                    && build(n, &Default::default()).is_some()
             })
             .map(|(n, _)| *n)
             .collect())
@@ -202,8 +208,13 @@ impl Default for Chain {
 
 impl Chain {
     pub fn new(names: &[&str]) -> Self {
+        Chain::configured(names, &Default::default())
+    }
+
+    /// The chain with the plugins' configuration file.
+    pub fn configured(names: &[&str], config: &config_file::AdmissionConfiguration) -> Self {
         Chain {
-            plugins: names.iter().filter_map(|n| build(n)).collect(),
+            plugins: names.iter().filter_map(|n| build(n, config)).collect(),
         }
     }
 
@@ -261,6 +272,7 @@ mod tests {
             "ServiceAccount",
             "NodeRestriction",
             "TaintNodesByCondition",
+            "PodSecurity",
             "Priority",
             "DefaultTolerationSeconds",
             "DefaultStorageClass",
@@ -281,6 +293,7 @@ mod tests {
                     "LimitRanger",
                     "NodeRestriction",
                     "TaintNodesByCondition",
+                    "PodSecurity",
                     "DefaultTolerationSeconds",
                     "DefaultStorageClass",
                     "StorageObjectInUseProtection",
@@ -308,8 +321,8 @@ mod tests {
                 ),
             ),
             (
-                cfg(&["PodSecurity"], &[]),
-                Err("admission plugins not implemented by Berth yet: PodSecurity"),
+                cfg(&["RuntimeClass"], &[]),
+                Err("admission plugins not implemented by Berth yet: RuntimeClass"),
             ),
         ];
         for (c, want) in cases {
