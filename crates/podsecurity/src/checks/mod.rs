@@ -173,6 +173,24 @@ fn containers_phrase(names: &[&str]) -> String {
 /// A sorted set, as apimachinery's `sets.String.List()`.
 type Sorted<'a> = BTreeSet<&'a str>;
 
+/// `spec.os.name: windows`: from 1.25 the restricted Linux-only checks skip these pods.
+fn is_windows(spec: &Value) -> bool {
+    spec.get("os")
+        .and_then(|o| o.get("name"))
+        .and_then(Value::as_str)
+        == Some("windows")
+}
+
+/// `spec.volumes` as (name, volume).
+fn volumes(spec: &Value) -> impl Iterator<Item = (&str, &Map<String, Value>)> {
+    spec.get("volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .map(|v| (v.get("name").and_then(Value::as_str).unwrap_or(""), v))
+}
+
 /// Table tests for one check function.
 #[cfg(test)]
 mod testing {
@@ -199,22 +217,4 @@ mod testing {
             }
         }
     }
-}
-
-/// `spec.os.name: windows`: from 1.25 the restricted Linux-only checks skip these pods.
-fn is_windows(spec: &Value) -> bool {
-    spec.get("os")
-        .and_then(|o| o.get("name"))
-        .and_then(Value::as_str)
-        == Some("windows")
-}
-
-/// `spec.volumes` as (name, volume).
-fn volumes(spec: &Value) -> impl Iterator<Item = (&str, &Map<String, Value>)> {
-    spec.get("volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
-        .map(|v| (v.get("name").and_then(Value::as_str).unwrap_or(""), v))
 }
