@@ -142,19 +142,59 @@ impl Policy {
     }
 }
 
-/// A field error as apimachinery's `field.Invalid` renders it:
+/// A field error as apimachinery's `field.Error` renders it:
 /// `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "x": must be ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
+    pub kind: FieldErrorType,
     pub field: String,
     pub value: String,
+    /// Empty for duplicates.
     pub detail: String,
 }
 
+/// The `field.ErrorType`s these configurations produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldErrorType {
+    Invalid,
+    Duplicate,
+}
+
 impl FieldError {
+    pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> Self {
+        FieldError {
+            kind: FieldErrorType::Invalid,
+            field: field.into(),
+            value: value.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    pub fn duplicate(field: impl Into<String>, value: &str) -> Self {
+        FieldError {
+            kind: FieldErrorType::Duplicate,
+            field: field.into(),
+            value: value.to_string(),
+            detail: String::new(),
+        }
+    }
+
+    /// The Status cause's `reason` (upstream's `CauseType`).
+    pub fn cause_type(&self) -> &'static str {
+        match self.kind {
+            FieldErrorType::Invalid => "FieldValueInvalid",
+            FieldErrorType::Duplicate => "FieldValueDuplicate",
+        }
+    }
+
     /// The part after the field (a Status cause's `message`).
     pub fn body(&self) -> String {
-        format!("Invalid value: {}: {}", quote(&self.value), self.detail)
+        match self.kind {
+            FieldErrorType::Invalid => {
+                format!("Invalid value: {}: {}", quote(&self.value), self.detail)
+            }
+            FieldErrorType::Duplicate => format!("Duplicate value: {}", quote(&self.value)),
+        }
     }
 }
 
@@ -254,11 +294,7 @@ pub fn policy_to_evaluate(
 }
 
 fn invalid(label: &str, value: &str, detail: &str) -> FieldError {
-    FieldError {
-        field: format!("metadata.labels[{label}]"),
-        value: value.to_string(),
-        detail: detail.to_string(),
-    }
+    FieldError::invalid(format!("metadata.labels[{label}]"), value, detail)
 }
 
 #[cfg(test)]
@@ -353,15 +389,11 @@ mod tests {
 
     #[test]
     fn errors_aggregate_as_apimachinery() {
-        let e = |v: &str| FieldError {
-            field: "f".into(),
-            value: v.into(),
-            detail: "bad".into(),
-        };
+        let e = |v: &str| FieldError::invalid("f", v, "bad");
         assert_eq!(aggregate(&[e("a")]), r#"f: Invalid value: "a": bad"#);
         assert_eq!(
-            aggregate(&[e("a"), e("b")]),
-            r#"[f: Invalid value: "a": bad, f: Invalid value: "b": bad]"#
+            aggregate(&[e("a"), FieldError::duplicate("g", "b")]),
+            r#"[f: Invalid value: "a": bad, g: Duplicate value: "b"]"#
         );
     }
 }

@@ -134,22 +134,25 @@ impl PodSecurityConfiguration {
         validate_names(
             "namespaces",
             &raw.exemptions.namespaces,
-            is_dns_label,
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            dns_label,
             &mut errs,
         );
         validate_names(
             "runtimeClasses",
             &raw.exemptions.runtime_classes,
-            is_dns_subdomain,
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            dns_subdomain,
             &mut errs,
         );
         validate_names(
             "usernames",
             &raw.exemptions.usernames,
-            |s| !s.is_empty(),
-            "username must not be empty",
+            |s| {
+                if s.is_empty() {
+                    Err("username must not be empty".to_string())
+                } else {
+                    Ok(())
+                }
+            },
             &mut errs,
         );
         if !errs.is_empty() {
@@ -167,53 +170,69 @@ impl PodSecurityConfiguration {
 }
 
 fn invalid(field: &str, value: &str, detail: &str) -> FieldError {
-    FieldError {
-        field: format!("defaults.{field}"),
-        value: value.to_string(),
-        detail: detail.to_string(),
-    }
+    FieldError::invalid(format!("defaults.{field}"), value, detail)
 }
 
 /// Upstream's exemption list validation: each name valid, none repeated.
 fn validate_names(
     list: &str,
     names: &[String],
-    valid: impl Fn(&str) -> bool,
-    why: &str,
+    valid: impl Fn(&str) -> Result<(), String>,
     errs: &mut Vec<FieldError>,
 ) {
     let mut seen = std::collections::BTreeSet::new();
     for (i, n) in names.iter().enumerate() {
         let field = format!("exemptions.{list}[{i}]");
-        if !valid(n) {
-            errs.push(FieldError {
-                field,
-                value: n.clone(),
-                detail: why.to_string(),
-            });
+        if let Err(why) = valid(n) {
+            errs.push(FieldError::invalid(field, n, &why));
         } else if !seen.insert(n.as_str()) {
-            // field.Duplicate renders as `Duplicate value: "x"`; FieldError
-            // only knows Invalid, so say it in the detail.
-            errs.push(FieldError {
-                field,
-                value: n.clone(),
-                detail: "duplicate value".to_string(),
-            });
+            errs.push(FieldError::duplicate(field, n));
         }
     }
 }
 
+const DNS1123_LABEL: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// apimachinery's `IsDNS1123Label` messages, joined as upstream joins them.
+fn dns_label(s: &str) -> Result<(), String> {
+    let mut why = Vec::new();
+    if s.len() > 63 {
+        why.push("must be no more than 63 characters".to_string());
+    }
+    if !is_dns_label(s) {
+        why.push(DNS1123_LABEL.to_string());
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(why.join(", "))
+    }
+}
+
+/// apimachinery's `IsDNS1123Subdomain` messages.
+fn dns_subdomain(s: &str) -> Result<(), String> {
+    let mut why = Vec::new();
+    if s.len() > 253 {
+        why.push("must be no more than 253 characters".to_string());
+    }
+    if s.is_empty() || !s.split('.').all(is_dns_label) {
+        why.push(DNS1123_SUBDOMAIN.to_string());
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(why.join(", "))
+    }
+}
+
+/// The shape of a DNS label (the length is checked apart, as upstream's).
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]
@@ -272,6 +291,10 @@ mod tests {
             (
                 base(json!({"exemptions": {"usernames": ["a", ""]}})),
                 r#"invalid PodSecurityConfiguration: exemptions.usernames[1]: Invalid value: "": username must not be empty"#,
+            ),
+            (
+                base(json!({"exemptions": {"runtimeClasses": ["kata", "kata", "Bad"]}})),
+                r#"invalid PodSecurityConfiguration: [exemptions.runtimeClasses[1]: Duplicate value: "kata", exemptions.runtimeClasses[2]: Invalid value: "Bad": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')]"#,
             ),
             (
                 base(json!({"exemptions": {"users": ["a"]}})),

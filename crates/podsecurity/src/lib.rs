@@ -23,6 +23,8 @@ pub mod checks;
 pub mod config;
 pub mod registry;
 
-pub use api::{FieldError, Level, LevelVersion, Policy, Version, policy_to_evaluate};
+pub use api::{
+    FieldError, FieldErrorType, Level, LevelVersion, Policy, Version, policy_to_evaluate,
+};
 pub use config::{Exemptions, PodSecurityConfiguration};
 pub use registry::{AggregateCheckResult, CheckResult, Evaluator};

@@ -626,7 +626,7 @@ impl Plugin for PodSecurity {
             Some(Denial::Invalid(errs)) => {
                 let causes = errs
                     .iter()
-                    .map(|e| json!({"reason": "FieldValueInvalid", "message": e.body(), "field": e.field}))
+                    .map(|e| json!({"reason": e.cause_type(), "message": e.body(), "field": e.field}))
                     .collect();
                 Err(ApiError::invalid(
                     a.rt,

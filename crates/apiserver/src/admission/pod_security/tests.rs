@@ -506,11 +506,11 @@ fn audit_level_is_evaluated_into_annotations() {
         ]
     );
     // Templates are never enforced, and a bad label is reported.
-    let errs = [FieldError {
-        field: "metadata.labels[pod-security.kubernetes.io/audit]".into(),
-        value: "loud".into(),
-        detail: "must be one of privileged, baseline, restricted".into(),
-    }];
+    let errs = [FieldError::invalid(
+        "metadata.labels[pod-security.kubernetes.io/audit]",
+        "loud",
+        "must be one of privileged, baseline, restricted",
+    )];
     let r = p.evaluate_pod(&policy, &errs, &pod["metadata"], &pod["spec"], false);
     let got: BTreeMap<String, String> = audit_annotations(&r).into_iter().collect();
     assert_eq!(
