@@ -203,7 +203,7 @@ impl LogFile {
                 out.push((t.and_utc(), entry.path()));
             }
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|b| std::cmp::Reverse(b.0));
         Ok(out)
     }
 

@@ -331,10 +331,13 @@ async fn non_resource_requests_have_no_object_ref() {
     assert_eq!(evs[1].level, Level::Request);
 }
 
-/// Upstream's SourceIPs: (X-Forwarded-For, X-Real-Ip, peer, result).
+/// One SourceIPs case: X-Forwarded-For, X-Real-Ip, peer, result.
+type SourceIpsCase<'a> = (Option<&'a str>, Option<&'a str>, &'a str, &'a [&'a str]);
+
+/// Upstream's SourceIPs.
 #[test]
 fn source_ips_table() {
-    let cases: [(Option<&str>, Option<&str>, &str, &[&str]); 6] = [
+    let cases: [SourceIpsCase; 6] = [
         (None, None, "10.0.0.7", &["10.0.0.7"]),
         (
             Some("1.1.1.1, 2.2.2.2"),
