@@ -13,6 +13,7 @@ mod meta;
 mod networking;
 pub(crate) mod pod;
 mod quota;
+mod security;
 mod service;
 mod storage;
 mod volume;
@@ -24,6 +25,7 @@ pub use meta::{
 pub use pod::{
     validate_ephemeral_containers_update, validate_pod_spec, validate_pod_template_spec,
 };
+pub use security::{SYSCTL_MAX_LENGTH, SYSCTL_NAME_REGEX, is_valid_sysctl_name};
 
 /// Upstream's `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -33,6 +33,11 @@ pub struct AgentArgs {
     /// Cluster domain (pods' DNS search path).
     #[arg(long, default_value = "cluster.local")]
     pub cluster_domain: String,
+    /// Comma-separated unsafe sysctls or sysctl patterns (ending in `*`)
+    /// pods may set beyond the safe set; only namespaced ones (`kernel.shm*`,
+    /// `kernel.msg*`, `kernel.sem`, `fs.mqueue.*`, `net.*`).
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_unsafe_sysctls: Vec<String>,
     #[command(flatten)]
     pub node_local_dns: crate::dns::NodeLocalDnsArgs,
     #[command(flatten)]
@@ -110,6 +115,12 @@ fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfi
         cfg.cluster_dns = vec![ns];
     }
     cfg.cluster_domain = args.cluster_domain.clone();
+    cfg.allowed_unsafe_sysctls = args
+        .allowed_unsafe_sysctls
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
     cfg
 }
 

@@ -264,6 +264,7 @@ pub fn validate_pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         }
     }
     validate_host_ports(&mut errs, containers, inits, &containers_path, &init_path);
+    super::security::validate_security(&mut errs, s, path);
 
     let host_network = s
         .get("hostNetwork")

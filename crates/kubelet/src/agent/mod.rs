@@ -10,6 +10,7 @@ pub mod hooks;
 pub mod hosts;
 pub mod machine;
 pub mod podspec;
+pub mod security;
 pub mod status;
 pub mod termination;
 pub mod worker;
@@ -69,6 +70,9 @@ pub struct AgentConfig {
     pub eviction: crate::eviction::Settings,
     /// `<data-dir>/storage`: the local-path provisioner's volumes on this node.
     pub storage_dir: PathBuf,
+    /// `--allowed-unsafe-sysctls`: sysctls (or `prefix*` patterns) pods may
+    /// set beyond upstream's safe set.
+    pub allowed_unsafe_sysctls: Vec<String>,
 }
 
 impl AgentConfig {
@@ -88,6 +92,7 @@ impl AgentConfig {
             cgroups: crate::cgroups::CgroupsConfig::default(),
             eviction: crate::eviction::Settings::default(),
             storage_dir: data_dir.join("storage"),
+            allowed_unsafe_sysctls: Vec::new(),
         }
     }
 }
@@ -105,7 +110,18 @@ pub struct Agent {
 impl Agent {
     pub async fn start(client: Client, cfg: AgentConfig) -> Result<Agent> {
         std::fs::create_dir_all(&cfg.dir)?;
-        let ccfg = ContainerdConfig::new(&cfg.dir, &cfg.sandbox_image);
+        // The sysctl allowlist is checked before anything starts, as upstream's
+        // kubelet refuses bad --allowed-unsafe-sysctls.
+        let kernel = security::parse_kernel_version(&machine::kernel_version());
+        let mut allowed = security::safe_sysctls(kernel);
+        allowed.extend(cfg.allowed_unsafe_sysctls.iter().cloned());
+        let admission = security::Admission {
+            sysctls: security::SysctlAllowlist::new(&allowed)
+                .map_err(|e| Error::Invalid(format!("--allowed-unsafe-sysctls: {e}")))?,
+            apparmor_host_error: security::host_apparmor_error(),
+        };
+        let mut ccfg = ContainerdConfig::new(&cfg.dir, &cfg.sandbox_image);
+        ccfg.apparmor = admission.apparmor_host_error.is_none();
         let (containerd, socket) = match &cfg.runtime_endpoint {
             Some(s) => (None, s.clone()),
             None => {
@@ -230,6 +246,7 @@ impl Agent {
                 host_dns: std::fs::read_to_string("/etc/resolv.conf")
                     .map(|t| podspec::parse_resolv_conf(&t))
                     .unwrap_or_default(),
+                seccomp_root: cfg.dir.join("seccomp"),
             },
             node_name: cfg.node_name.clone(),
             host_ip,
@@ -248,6 +265,7 @@ impl Agent {
             tokens,
             cgroups,
             evictions: Arc::new(crate::eviction::Evictions::default()),
+            admission,
         });
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),

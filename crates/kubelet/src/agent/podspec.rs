@@ -29,6 +29,9 @@ pub struct NodeContext {
     /// The node's resolv.conf: dnsPolicy Default, and the search domains
     /// ClusterFirst pods get after the cluster's.
     pub host_dns: DnsConfig,
+    /// `<data-dir>/agent/seccomp`: where `Localhost` seccomp profiles are
+    /// (upstream's `<root-dir>/seccomp`).
+    pub seccomp_root: PathBuf,
 }
 
 /// A resolv.conf's nameservers, search domains (the last `search` or `domain`
@@ -177,14 +180,22 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
             host_ip: p.host_ip.clone().unwrap_or_default(),
         })
         .collect();
-    let sysctls = spec
-        .security_context
-        .as_ref()
+    let psc = spec.security_context.as_ref();
+    let sysctls = psc
         .and_then(|s| s.sysctls.as_ref())
         .into_iter()
         .flatten()
-        .map(|s| (s.name.clone(), s.value.clone()))
+        .map(|s| {
+            (
+                super::security::normalize_sysctl_name(&s.name),
+                s.value.clone(),
+            )
+        })
         .collect();
+    // A Localhost profile without its name never gets here: the worker checks
+    // the sandbox's security first (`security::sandbox_error`).
+    let seccomp =
+        super::security::seccomp_profile(pod, None, &ctx.seccomp_root).unwrap_or_default();
     SandboxConfig {
         name: name.into(),
         namespace: ns.into(),
@@ -208,6 +219,11 @@ pub fn sandbox_config(ctx: &NodeContext, pod: &Pod, attempt: u32) -> SandboxConf
         },
         host_ipc: spec.host_ipc.unwrap_or(false),
         sysctls,
+        privileged: super::security::has_privileged_container(pod),
+        seccomp,
+        run_as_user: psc.and_then(|s| s.run_as_user),
+        run_as_group: psc.and_then(|s| s.run_as_group),
+        supplemental_groups: supplemental_groups(pod),
     }
 }
 
@@ -257,6 +273,10 @@ pub enum ConfigError {
     /// `failed to prepare subPath for volumeMount "x" of container "y"`).
     #[error("failed to prepare subPath for volumeMount {mount:?} of container {container:?}")]
     SubPath { mount: String, container: String },
+    /// A securityContext the runtime cannot be given (a Localhost profile
+    /// without its name, runAsNonRoot with a root user), upstream's message.
+    #[error("{0}")]
+    Security(String),
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -297,8 +317,8 @@ pub fn container_config(
             readonly: m.read_only.unwrap_or(false) || claim_read_only,
         });
     }
-    let sc = c.security_context.as_ref();
-    let psc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    let sec = super::security::container_security(pod, c, &ctx.seccomp_root)
+        .map_err(ConfigError::Security)?;
     Ok(ContainerConfig {
         name: c.name.clone(),
         attempt,
@@ -315,17 +335,19 @@ pub fn container_config(
         stdin_once: c.stdin_once.unwrap_or(false),
         tty: c.tty.unwrap_or(false),
         resources: cgroups::container_resources(c, qos(pod), ctx.memory_capacity),
-        privileged: sc.and_then(|s| s.privileged).unwrap_or(false),
-        run_as_user: sc
-            .and_then(|s| s.run_as_user)
-            .or_else(|| psc.and_then(|s| s.run_as_user)),
-        run_as_group: sc
-            .and_then(|s| s.run_as_group)
-            .or_else(|| psc.and_then(|s| s.run_as_group)),
-        readonly_rootfs: sc
-            .and_then(|s| s.read_only_root_filesystem)
-            .unwrap_or(false),
+        privileged: sec.privileged,
+        run_as_user: sec.run_as_user,
+        run_as_group: sec.run_as_group,
+        run_as_username: String::new(),
+        readonly_rootfs: sec.readonly_rootfs,
         supplemental_groups: supplemental_groups(pod),
+        capabilities_add: sec.capabilities_add,
+        capabilities_drop: sec.capabilities_drop,
+        no_new_privs: sec.no_new_privs,
+        masked_paths: sec.masked_paths,
+        readonly_paths: sec.readonly_paths,
+        seccomp: sec.seccomp,
+        apparmor: sec.apparmor,
         target_container_id: None,
     })
 }
@@ -488,6 +510,7 @@ mod tests {
             cluster_domain: "cluster.local".into(),
             memory_capacity: 1 << 30,
             host_dns: DnsConfig::default(),
+            seccomp_root: "/d/seccomp".into(),
         }
     }
 

@@ -18,6 +18,7 @@ use tracing::{debug, info, warn};
 
 mod claims;
 mod evict;
+mod security;
 
 use super::actions::{Action, compute_pod_actions};
 use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
@@ -59,6 +60,9 @@ pub struct Shared {
     pub cgroups: Arc<crate::cgroups::NodeCgroups>,
     /// Evictions the eviction manager asks for, and its admission conditions.
     pub evictions: Arc<crate::eviction::Evictions>,
+    /// The sysctl and AppArmor admission (`--allowed-unsafe-sysctls`, the
+    /// host's AppArmor).
+    pub admission: super::security::Admission,
 }
 
 /// The agent's pod statuses by uid (upstream's status manager cache).
@@ -349,6 +353,10 @@ impl Worker {
             self.sandbox_failed(pod, &e.to_string());
             return false;
         }
+        if let Some(e) = self.sandbox_security_error(pod).await {
+            self.sandbox_failed(pod, &e);
+            return false;
+        }
         let cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
         // The pod-level cgroup and its limits, before runc creates the sandbox in it.
         if let Err(e) = self.shared.cgroups.ensure_pod(pod, podspec::qos(pod)) {
@@ -585,7 +593,7 @@ impl Worker {
             }
             return;
         }
-        if self.eviction_hook(pod).await {
+        if self.eviction_hook(pod).await || self.security_admission(pod).await {
             return;
         }
         match active_deadline_left(
@@ -866,7 +874,7 @@ impl Worker {
             self.config_error(&cref, c, &e.to_string());
             return;
         }
-        let cfg = match podspec::container_config(
+        let mut cfg = match podspec::container_config(
             &self.shared.ctx,
             pod,
             &self.claims,
@@ -894,6 +902,10 @@ impl Worker {
                 return;
             }
         };
+        if let Err(e) = self.apply_image_user(pod, c, &mut cfg).await {
+            self.config_error(&cref, c, &e);
+            return;
+        }
         if !super::termination::container_path(c).is_empty() {
             let dir = podspec::pod_dir(&self.shared.ctx, pod);
             let file = super::termination::host_path(&dir, &c.name, attempt);

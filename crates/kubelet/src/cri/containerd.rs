@@ -29,6 +29,9 @@ pub struct ContainerdConfig {
     pub cni_bin_dir: PathBuf,
     /// CNI network configs (Berth writes its own there).
     pub cni_conf_dir: PathBuf,
+    /// Enforce AppArmor profiles (the host has AppArmor on); off, pods asking
+    /// for a profile are refused at admission instead.
+    pub apparmor: bool,
 }
 
 impl ContainerdConfig {
@@ -38,6 +41,7 @@ impl ContainerdConfig {
             sandbox_image: sandbox_image.to_string(),
             cni_bin_dir: PathBuf::from("/usr/lib/cni"),
             cni_conf_dir: agent_dir.join("cni").join("net.d"),
+            apparmor: false,
         }
     }
 
@@ -75,7 +79,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{sandbox}"
   restrict_oom_score_adj = true
-  disable_apparmor = true
+  disable_apparmor = {disable_apparmor}
   disable_hugetlb_controller = true
   tolerate_missing_hugetlb_controller = true
   stream_server_address = "127.0.0.1"
@@ -94,6 +98,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     max_conf_num = 1
 "#,
             sandbox = self.sandbox_image,
+            disable_apparmor = !self.apparmor,
             bin = self.cni_bin_dir.display(),
             conf = self.cni_conf_dir.display(),
         )
@@ -276,6 +281,14 @@ mod tests {
         ] {
             assert!(t.contains(want), "missing {want}");
         }
+    }
+
+    #[test]
+    fn apparmor_follows_the_host() {
+        let mut c = ContainerdConfig::new(Path::new("/d/agent"), "pause");
+        assert!(c.render().contains("disable_apparmor = true"));
+        c.apparmor = true;
+        assert!(c.render().contains("disable_apparmor = false"));
     }
 
     #[test]

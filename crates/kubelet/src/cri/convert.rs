@@ -7,7 +7,7 @@ use k8s_cri::v1 as cri;
 
 use crate::runtime::{
     ContainerConfig, ContainerState, ContainerStatus, ImageInfo, LinuxResources, PidNamespace,
-    Protocol, SandboxConfig, SandboxState, SandboxStatus,
+    Protocol, SandboxConfig, SandboxState, SandboxStatus, SecurityProfile,
 };
 
 /// CRI timestamps are nanoseconds since the epoch; 0 means "not set".
@@ -44,6 +44,40 @@ fn pid_mode(p: PidNamespace) -> i32 {
         PidNamespace::Pod => cri::NamespaceMode::Pod as i32,
         PidNamespace::Node => cri::NamespaceMode::Node as i32,
     }
+}
+
+fn security_profile(p: &SecurityProfile) -> cri::SecurityProfile {
+    let (kind, localhost_ref) = match p {
+        SecurityProfile::RuntimeDefault => (cri::security_profile::ProfileType::RuntimeDefault, ""),
+        SecurityProfile::Unconfined => (cri::security_profile::ProfileType::Unconfined, ""),
+        SecurityProfile::Localhost(r) => {
+            (cri::security_profile::ProfileType::Localhost, r.as_str())
+        }
+    };
+    cri::SecurityProfile {
+        profile_type: kind as i32,
+        localhost_ref: localhost_ref.to_string(),
+    }
+}
+
+/// The deprecated string form of an AppArmor profile, which upstream still
+/// sends beside the typed one for runtimes that only read it.
+fn apparmor_profile_name(p: &SecurityProfile) -> String {
+    match p {
+        SecurityProfile::RuntimeDefault => "runtime/default".into(),
+        SecurityProfile::Unconfined => "unconfined".into(),
+        SecurityProfile::Localhost(name) => format!("localhost/{name}"),
+    }
+}
+
+/// Whether the default runtime handler (named "") reports user namespace
+/// support; runtimes that list no handlers (containerd 1.6) do not.
+pub(super) fn default_handler_supports_user_namespaces(handlers: &[cri::RuntimeHandler]) -> bool {
+    handlers
+        .iter()
+        .find(|h| h.name.is_empty())
+        .and_then(|h| h.features.as_ref())
+        .is_some_and(|f| f.user_namespaces)
 }
 
 pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
@@ -86,6 +120,11 @@ pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
                     ipc: namespace_mode(c.host_ipc),
                     ..Default::default()
                 }),
+                run_as_user: c.run_as_user.map(|value| cri::Int64Value { value }),
+                run_as_group: c.run_as_group.map(|value| cri::Int64Value { value }),
+                supplemental_groups: c.supplemental_groups.clone(),
+                privileged: c.privileged,
+                seccomp: Some(security_profile(&c.seccomp)),
                 ..Default::default()
             }),
             sysctls: map(&c.sysctls),
@@ -109,6 +148,9 @@ fn resources(r: &LinuxResources) -> cri::LinuxContainerResources {
 /// A container joins its sandbox's namespaces as upstream's kubelet asks:
 /// the same modes as the pod's, except an ephemeral container's PID
 /// namespace, which is its target's.
+// The deprecated `apparmor_profile` string is still sent beside the typed
+// field, as upstream's kubelet does, for runtimes that read only it.
+#[allow(deprecated)]
 pub(super) fn container_config(
     c: &ContainerConfig,
     sandbox: &SandboxConfig,
@@ -163,8 +205,27 @@ pub(super) fn container_config(
                 }),
                 run_as_user: c.run_as_user.map(|value| cri::Int64Value { value }),
                 run_as_group: c.run_as_group.map(|value| cri::Int64Value { value }),
+                run_as_username: c.run_as_username.clone(),
                 readonly_rootfs: c.readonly_rootfs,
                 supplemental_groups: c.supplemental_groups.clone(),
+                capabilities: (!c.capabilities_add.is_empty() || !c.capabilities_drop.is_empty())
+                    .then(|| cri::Capability {
+                        add_capabilities: c.capabilities_add.clone(),
+                        drop_capabilities: c.capabilities_drop.clone(),
+                        ..Default::default()
+                    }),
+                no_new_privs: c.no_new_privs,
+                masked_paths: c.masked_paths.clone(),
+                readonly_paths: c.readonly_paths.clone(),
+                // Always explicit: an absent profile and RuntimeDefault (0)
+                // must not be confused.
+                seccomp: Some(security_profile(&c.seccomp)),
+                apparmor: c.apparmor.as_ref().map(security_profile),
+                apparmor_profile: c
+                    .apparmor
+                    .as_ref()
+                    .map(apparmor_profile_name)
+                    .unwrap_or_default(),
                 ..Default::default()
             }),
         }),
@@ -276,6 +337,8 @@ pub(super) fn image(i: cri::Image) -> ImageInfo {
         repo_tags: i.repo_tags,
         repo_digests: i.repo_digests,
         size: i.size,
+        uid: i.uid.map(|u| u.value),
+        username: i.username,
     }
 }
 
@@ -348,6 +411,95 @@ mod tests {
         assert_eq!(ns.pid, cri::NamespaceMode::Target as i32);
         assert_eq!(ns.target_id, "abc");
         assert_eq!(p.envs[0].key, "A");
+    }
+
+    #[test]
+    fn security_settings_reach_cri() {
+        let c = ContainerConfig {
+            name: "app".into(),
+            run_as_username: "nobody".into(),
+            capabilities_add: vec!["NET_ADMIN".into()],
+            capabilities_drop: vec!["ALL".into()],
+            no_new_privs: true,
+            masked_paths: vec!["/proc/kcore".into()],
+            readonly_paths: vec!["/proc/sys".into()],
+            seccomp: SecurityProfile::RuntimeDefault,
+            apparmor: Some(SecurityProfile::Localhost("deny-write".into())),
+            ..Default::default()
+        };
+        let sb = SandboxConfig {
+            privileged: true,
+            seccomp: SecurityProfile::Localhost("/d/seccomp/a.json".into()),
+            run_as_user: Some(1000),
+            supplemental_groups: vec![3000],
+            ..Default::default()
+        };
+        let sc = container_config(&c, &sb)
+            .linux
+            .unwrap()
+            .security_context
+            .unwrap();
+        let caps = sc.capabilities.clone().unwrap();
+        assert_eq!(
+            (caps.add_capabilities, caps.drop_capabilities),
+            (vec!["NET_ADMIN".to_string()], vec!["ALL".to_string()])
+        );
+        assert!(sc.no_new_privs);
+        assert_eq!(sc.run_as_username, "nobody");
+        assert_eq!(sc.masked_paths, vec!["/proc/kcore"]);
+        assert_eq!(sc.readonly_paths, vec!["/proc/sys"]);
+        let seccomp = sc.seccomp.clone().unwrap();
+        assert_eq!(
+            seccomp.profile_type,
+            cri::security_profile::ProfileType::RuntimeDefault as i32
+        );
+        let aa = sc.apparmor.clone().unwrap();
+        assert_eq!(
+            (aa.profile_type, aa.localhost_ref.as_str()),
+            (
+                cri::security_profile::ProfileType::Localhost as i32,
+                "deny-write"
+            )
+        );
+        #[allow(deprecated)]
+        let legacy = sc.apparmor_profile.clone();
+        assert_eq!(legacy, "localhost/deny-write");
+        // Without capabilities or AppArmor the runtime keeps its defaults;
+        // seccomp is always explicit (Unconfined is upstream's default).
+        let plain = container_config(&ContainerConfig::default(), &SandboxConfig::default())
+            .linux
+            .unwrap()
+            .security_context
+            .unwrap();
+        assert!(plain.capabilities.is_none() && plain.apparmor.is_none());
+        assert_eq!(
+            plain.seccomp.unwrap().profile_type,
+            cri::security_profile::ProfileType::Unconfined as i32
+        );
+        let ssc = sandbox_config(&sb).linux.unwrap().security_context.unwrap();
+        assert!(ssc.privileged);
+        assert_eq!(ssc.run_as_user.map(|u| u.value), Some(1000));
+        assert_eq!(ssc.supplemental_groups, vec![3000]);
+        assert_eq!(ssc.seccomp.unwrap().localhost_ref, "/d/seccomp/a.json");
+    }
+
+    #[test]
+    fn user_namespaces_come_from_the_default_handler() {
+        let handler = |name: &str, userns: bool| cri::RuntimeHandler {
+            name: name.into(),
+            features: Some(cri::RuntimeHandlerFeatures {
+                user_namespaces: userns,
+                ..Default::default()
+            }),
+        };
+        assert!(!default_handler_supports_user_namespaces(&[]));
+        assert!(!default_handler_supports_user_namespaces(&[handler(
+            "kata", true
+        )]));
+        assert!(default_handler_supports_user_namespaces(&[
+            handler("kata", false),
+            handler("", true)
+        ]));
     }
 
     #[test]

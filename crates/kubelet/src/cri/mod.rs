@@ -128,6 +128,21 @@ impl Runtime for CriRuntime {
         Ok(crate::runtime::RuntimeStatus { conditions })
     }
 
+    async fn supports_user_namespaces(&self) -> RuntimeResult<bool> {
+        let mut req = tonic::Request::new(cri::StatusRequest { verbose: false });
+        req.set_timeout(STATUS_TIMEOUT);
+        let r = self
+            .runtime
+            .clone()
+            .status(req)
+            .await
+            .map_err(|e| status_error("status", e))?
+            .into_inner();
+        Ok(convert::default_handler_supports_user_namespaces(
+            &r.runtime_handlers,
+        ))
+    }
+
     async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String> {
         let r = self
             .runtime

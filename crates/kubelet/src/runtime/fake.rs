@@ -20,6 +20,8 @@ pub type ExecAnswer = RuntimeResult<ExecResult>;
 struct State {
     next_id: u64,
     images: BTreeSet<String>,
+    /// The `USER` of images that have one (uid, or a name).
+    image_users: HashMap<String, (Option<i64>, String)>,
     sandboxes: BTreeMap<String, SandboxStatus>,
     containers: BTreeMap<String, ContainerStatus>,
     /// Calls in order, e.g. "run_sandbox ns/name", "start_container <id>".
@@ -58,6 +60,13 @@ impl FakeRuntime {
     /// Makes an image present.
     pub fn add_image(&self, image: &str) {
         self.lock().images.insert(image.to_string());
+    }
+
+    /// Gives a present image a `USER`: a uid, or a name (as containerd reports it).
+    pub fn set_image_user(&self, image: &str, uid: Option<i64>, username: &str) {
+        self.lock()
+            .image_users
+            .insert(image.to_string(), (uid, username.to_string()));
     }
 
     /// Scripts the answers of exec_sync in containers named `container`.
@@ -357,11 +366,19 @@ impl Runtime for FakeRuntime {
     }
 
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<ImageInfo>> {
-        Ok(self.lock().images.get(image).map(|i| ImageInfo {
-            id: format!("sha256:{i}"),
-            repo_tags: vec![i.clone()],
-            repo_digests: vec![],
-            size: 0,
+        let s = self.lock();
+        // Pulls return `sha256:<name>`: the reference finds its image too.
+        let name = image.strip_prefix("sha256:").unwrap_or(image);
+        Ok(s.images.get(name).map(|i| {
+            let (uid, username) = s.image_users.get(i).cloned().unwrap_or_default();
+            ImageInfo {
+                id: format!("sha256:{i}"),
+                repo_tags: vec![i.clone()],
+                repo_digests: vec![],
+                size: 0,
+                uid,
+                username,
+            }
         }))
     }
 
@@ -387,6 +404,8 @@ impl Runtime for FakeRuntime {
                 repo_tags: vec![i.clone()],
                 repo_digests: vec![],
                 size: 0,
+                uid: None,
+                username: String::new(),
             })
             .collect())
     }

@@ -97,6 +97,29 @@ pub struct SandboxConfig {
     pub host_ipc: bool,
     /// Sysctls for the sandbox (namespaced ones only).
     pub sysctls: BTreeMap<String, String>,
+    /// Some container of the pod is privileged (containerd refuses privileged
+    /// containers in an unprivileged sandbox).
+    pub privileged: bool,
+    /// The pod-level seccomp profile, applied to the pause container.
+    pub seccomp: SecurityProfile,
+    /// The pod's runAsUser/runAsGroup/supplementalGroups (with fsGroup), as
+    /// upstream hands them to the sandbox.
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
+    pub supplemental_groups: Vec<i64>,
+}
+
+/// A seccomp or AppArmor profile (CRI `SecurityProfile`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SecurityProfile {
+    /// The runtime's default profile (`runtime/default`).
+    RuntimeDefault,
+    /// No profile: upstream's default for seccomp when none is asked for.
+    #[default]
+    Unconfined,
+    /// A profile on the node: a file path for seccomp, a loaded profile's
+    /// name for AppArmor.
+    Localhost(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,8 +189,24 @@ pub struct ContainerConfig {
     pub run_as_user: Option<i64>,
     pub run_as_group: Option<i64>,
     pub readonly_rootfs: bool,
+    /// The image's non-numeric user, when neither the pod nor the image gives
+    /// a uid (upstream's RunAsUsername).
+    pub run_as_username: String,
     /// Extra groups of the container's processes (supplementalGroups, fsGroup).
     pub supplemental_groups: Vec<i64>,
+    /// `capabilities.add` / `capabilities.drop`, as the pod names them
+    /// (containerd prefixes `CAP_`; `ALL` means every capability).
+    pub capabilities_add: Vec<String>,
+    pub capabilities_drop: Vec<String>,
+    /// `allowPrivilegeEscalation: false`.
+    pub no_new_privs: bool,
+    /// procMount: upstream's default masked and read-only /proc and /sys
+    /// paths, both empty for `Unmasked`.
+    pub masked_paths: Vec<String>,
+    pub readonly_paths: Vec<String>,
+    pub seccomp: SecurityProfile,
+    /// None: the runtime's choice (its default profile where AppArmor is on).
+    pub apparmor: Option<SecurityProfile>,
     /// Share the PID namespace of this container (ephemeral containers' target).
     pub target_container_id: Option<String>,
 }
@@ -210,6 +249,10 @@ pub struct ImageInfo {
     pub repo_tags: Vec<String>,
     pub repo_digests: Vec<String>,
     pub size: u64,
+    /// The image's `USER` when it is numeric (CRI `Image.uid`).
+    pub uid: Option<i64>,
+    /// The image's `USER` when it is a name (CRI `Image.username`).
+    pub username: String,
 }
 
 /// The result of a command run to completion in a container.
@@ -277,6 +320,13 @@ pub trait Runtime: Send + Sync + 'static {
     /// report is ready.
     async fn status(&self) -> RuntimeResult<RuntimeStatus> {
         Ok(RuntimeStatus::ready())
+    }
+
+    /// Whether the default runtime handler can run pods in their own user
+    /// namespace (CRI `RuntimeHandlerFeatures.user_namespaces`, what upstream's
+    /// HandlerSupportsUserNamespaces asks); a runtime that does not say cannot.
+    async fn supports_user_namespaces(&self) -> RuntimeResult<bool> {
+        Ok(false)
     }
 
     /// Creates and starts a sandbox (network namespace, pause container); its id.

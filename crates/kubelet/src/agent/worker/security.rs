@@ -1,0 +1,68 @@
+//! The pod worker's side of securityContext (`agent/security.rs` holds the
+//! rules): the agent's sysctl/AppArmor admission, the sandbox checks
+//! (`hostUsers: false`, the pod's seccomp profile) and the image user that
+//! runAsNonRoot is verified against.
+
+use berth_runtime::events::EventType;
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::{Worker, pod_ref};
+use crate::agent::security;
+use crate::runtime::ContainerConfig;
+
+impl Worker {
+    /// Upstream's sysctl and AppArmor admit handlers: a refused pod is
+    /// Failed with the handler's reason and `Pod was rejected: <message>`;
+    /// `true` when it was (the sync is over).
+    pub(super) async fn security_admission(&mut self, pod: &Pod) -> bool {
+        let Some((reason, msg)) = self.shared.admission.admit(pod) else {
+            return false;
+        };
+        self.shared
+            .recorder
+            .event(&pod_ref(pod), EventType::Warning, reason, msg.clone());
+        let st = k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some(reason.into()),
+            message: Some(format!("Pod was rejected: {msg}")),
+            qos_class: pod.status.as_ref().and_then(|s| s.qos_class.clone()),
+            ..Default::default()
+        };
+        self.post_terminal(pod, st).await;
+        true
+    }
+
+    /// Why the sandbox cannot be created as the pod asks (reported as
+    /// FailedCreatePodSandBox), None when it can.
+    pub(super) async fn sandbox_security_error(&self, pod: &Pod) -> Option<String> {
+        let userns = security::wants_user_namespace(pod)
+            && self.rt().supports_user_namespaces().await.unwrap_or(false);
+        security::sandbox_error(pod, &self.shared.ctx.seccomp_root, userns)
+    }
+
+    /// With runAsNonRoot and no runAsUser, looks the image's user up, hands it
+    /// to the runtime (upstream's RunAsUser / RunAsUsername) and verifies it
+    /// is not root; the error is a CreateContainerConfigError message.
+    pub(super) async fn apply_image_user(
+        &self,
+        pod: &Pod,
+        c: &Container,
+        cfg: &mut ContainerConfig,
+    ) -> Result<(), String> {
+        if !security::needs_image_user(pod, c) {
+            return security::verify_run_as_non_root(pod, c, None, "");
+        }
+        let image = self
+            .rt()
+            .image_status(&cfg.image)
+            .await
+            .map_err(|e| format!("failed to get image user: {e}"))?;
+        let (uid, username) = image.map(|i| (i.uid, i.username)).unwrap_or_default();
+        match (uid, username.as_str()) {
+            (Some(u), _) => cfg.run_as_user = Some(u),
+            (None, u) if !u.is_empty() => cfg.run_as_username = u.to_string(),
+            _ => {}
+        }
+        security::verify_run_as_non_root(pod, c, uid, &username)
+    }
+}
