@@ -106,6 +106,14 @@ fn record_audit_annotations(annotations: Vec<(String, String)>) {
     }
 }
 
+/// What a namespace write leads to.
+#[derive(Debug, PartialEq, Eq)]
+enum NamespaceStep {
+    Done(Response),
+    /// The enforce level tightened: report the existing pods that violate it.
+    CheckPods(LevelVersion),
+}
+
 /// The workload kinds whose pod template is evaluated (warn and audit only),
 /// with the template's path.
 fn template_path(a: &Attributes<'_>) -> Option<&'static str> {
@@ -129,21 +137,18 @@ fn labels_of(obj: &Value) -> BTreeMap<String, String> {
 /// Upstream's `isSignificantPodUpdate`: a container added or removed, or an
 /// image changed. Everything else that may change on a pod is irrelevant.
 fn is_significant_pod_update(new: &Value, old: &Value) -> bool {
-    let list = |p: &Value, k: &str| -> Vec<Value> {
-        p.pointer(&format!("/spec/{k}"))
+    fn list<'a>(p: &'a Value, k: &str) -> &'a [Value] {
+        p.get("spec")
+            .and_then(|s| s.get(k))
             .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let image = |c: &Value| {
-        c.get("image")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+            .map_or(&[], Vec::as_slice)
+    }
+    fn image(c: &Value) -> &str {
+        c.get("image").and_then(Value::as_str).unwrap_or("")
+    }
     for k in ["containers", "initContainers"] {
         let (n, o) = (list(new, k), list(old, k));
-        if n.len() != o.len() || n.iter().zip(&o).any(|(a, b)| image(a) != image(b)) {
+        if n.len() != o.len() || n.iter().zip(o).any(|(a, b)| image(a) != image(b)) {
             return true;
         }
     }
@@ -298,15 +303,14 @@ impl PodSecurity {
         ))
     }
 
-    /// Upstream's `ValidateNamespace`, up to the pods' evaluation: `Err` is
-    /// the enforce level whose existing violators are to be reported.
+    /// Upstream's `ValidateNamespace`, up to the pods' evaluation.
     fn namespace_decision(
         &self,
         op: Operation,
         name: &str,
         new: &BTreeMap<String, String>,
         old: Option<&BTreeMap<String, String>>,
-    ) -> Result<Response, LevelVersion> {
+    ) -> NamespaceStep {
         let (new_policy, new_errs) = self.policy(new);
         let exempt_warning = |r: &mut Response| {
             if self.exempt_namespace(name)
@@ -320,10 +324,10 @@ impl PodSecurity {
             (Operation::Create, _) => {
                 if !new_errs.is_empty() {
                     r.denied = Some(Denial::Invalid(new_errs));
-                    return Ok(r);
+                    return NamespaceStep::Done(r);
                 }
                 exempt_warning(&mut r);
-                Ok(r)
+                NamespaceStep::Done(r)
             }
             (Operation::Update, Some(old)) => {
                 let (old_policy, old_errs) = self.policy(old);
@@ -331,22 +335,22 @@ impl PodSecurity {
                 // old namespace with bad labels can still be updated.
                 if !new_errs.is_empty() && (old_errs.is_empty() || new_errs != old_errs) {
                     r.denied = Some(Denial::Invalid(new_errs));
-                    return Ok(r);
+                    return NamespaceStep::Done(r);
                 }
                 let (n, o) = (new_policy.enforce, old_policy.enforce);
                 if n == o
                     || n.level == Level::Privileged
                     || (n.version == o.version && n.level <= o.level)
                 {
-                    return Ok(r);
+                    return NamespaceStep::Done(r);
                 }
                 if self.exempt_namespace(name) {
                     exempt_warning(&mut r);
-                    return Ok(r);
+                    return NamespaceStep::Done(r);
                 }
-                Err(n)
+                NamespaceStep::CheckPods(n)
             }
-            _ => Ok(r),
+            _ => NamespaceStep::Done(r),
         }
     }
 
@@ -360,14 +364,13 @@ impl PodSecurity {
         pods: &[Value],
     ) -> Vec<String> {
         let null = Value::Null;
-        let spec_of = |p: &'_ Value| p.get("spec").unwrap_or(&null).clone();
         // Prioritize: pods without a controller and the first of each
         // controller, then the other replicas.
         let mut first = Vec::new();
         let mut rest = Vec::new();
         let mut controllers: Vec<&str> = Vec::new();
         for p in pods {
-            if self.exempt_runtime_class(&spec_of(p)) {
+            if self.exempt_runtime_class(p.get("spec").unwrap_or(&null)) {
                 continue;
             }
             let controller = p
@@ -452,8 +455,8 @@ impl PodSecurity {
         let new = labels_of(obj);
         let old = a.old.map(labels_of);
         match self.namespace_decision(a.operation, a.name, &new, old.as_ref()) {
-            Ok(r) => Ok(r),
-            Err(enforce) => {
+            NamespaceStep::Done(r) => Ok(r),
+            NamespaceStep::CheckPods(enforce) => {
                 let pods_rt = berth_api::registry::lookup("", "v1", "pods")
                     .ok_or_else(|| ApiError::internal("no pods"))?;
                 let warnings =
