@@ -15,6 +15,7 @@ pub mod bootstrap;
 pub mod csr;
 pub mod decode;
 pub mod discovery;
+pub mod encryption;
 pub mod endpoints;
 pub mod inflight;
 pub mod metrics;
@@ -79,6 +80,9 @@ pub struct Config {
     /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (0: no limit).
     pub max_requests_inflight: usize,
     pub max_mutating_requests_inflight: usize,
+    /// `--encryption-provider-config`: an EncryptionConfiguration whose
+    /// resources are encrypted at rest (none: everything is stored plain).
+    pub encryption_provider_config: Option<PathBuf>,
     /// `--audit-policy-file` and the log backend's `--audit-log-*`.
     pub audit: audit::Options,
 }
@@ -122,6 +126,22 @@ impl ApiServer {
     /// Prepares PKI and kubeconfig, bootstraps system objects, and binds the ports.
     pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // Every reader and writer below (watch cache, REST, allocators) sees
+        // plain values; only the store holds them encrypted.
+        let store: Arc<dyn Store> = match &config.encryption_provider_config {
+            Some(path) => {
+                let transformers = encryption::config::load(path)
+                    .with_context(|| format!("--encryption-provider-config {}", path.display()))?;
+                for (resource, writer) in transformers.describe() {
+                    info!(%resource, %writer, "encryption at rest");
+                }
+                Arc::new(encryption::EncryptedStore::new(
+                    store,
+                    Arc::new(transformers),
+                ))
+            }
+            None => store,
+        };
         // A bad policy or an unwritable log stops the start, before anything listens.
         let auditor = audit::Auditor::start(&config.audit)?;
         let mut sans = config.tls_sans.clone();
@@ -302,6 +322,7 @@ impl LocalApiServer {
             authorization_modes: vec![authorization::Mode::Node, authorization::Mode::Rbac],
             max_requests_inflight: inflight::DEFAULT_MAX_REQUESTS_INFLIGHT,
             max_mutating_requests_inflight: inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+            encryption_provider_config: None,
             audit: Default::default(),
         };
         let api = ApiServer::bind(config, store).await?;

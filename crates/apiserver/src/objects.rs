@@ -183,6 +183,10 @@ pub fn decode(kv: &KeyValue) -> ApiResult<Value> {
 }
 
 pub fn decode_at(bytes: &[u8], revision: i64) -> ApiResult<Value> {
+    // A value encryption at rest could not decrypt: this object fails, not its list's others.
+    if let Some(reason) = crate::encryption::unreadable(bytes) {
+        return Err(ApiError::internal(reason));
+    }
     let mut obj: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::internal(format!("stored object is not valid JSON: {e}")))?;
     set_resource_version(&mut obj, revision);

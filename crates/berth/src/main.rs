@@ -21,6 +21,7 @@ mod footprint;
 mod images;
 mod metrics;
 mod proxy;
+mod secrets_encrypt;
 mod tlsbootstrap;
 mod token;
 
@@ -50,6 +51,8 @@ enum Command {
     /// A CSI driver (Identity, Controller, Node on a unix socket) whose volumes are
     /// loop-mounted ext4 images on this node, as kubernetes-csi's hostpath driver.
     CsiHostpath(Box<berth_csi::hostpath::Config>),
+    /// Encryption at rest of Secrets (status, reencrypt), in the spirit of k3s's.
+    SecretsEncrypt(secrets_encrypt::SecretsEncryptArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -279,6 +282,12 @@ struct ServerArgs {
     /// The most mutating requests served at once (0: no limit).
     #[arg(long, default_value_t = berth_apiserver::inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
     max_mutating_requests_inflight: usize,
+    /// An EncryptionConfiguration (apiserver.config.k8s.io/v1) naming the
+    /// resources encrypted at rest and their providers (aescbc, aesgcm,
+    /// secretbox, identity), as kube-apiserver's flag. `berth secrets-encrypt`
+    /// reports and re-encrypts.
+    #[arg(long)]
+    encryption_provider_config: Option<PathBuf>,
 }
 
 /// `--authorization-mode` as one value (clap would take a `Vec` for repeats).
@@ -367,6 +376,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         authorization_modes: args.authorization_mode.0.clone(),
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        encryption_provider_config: args.encryption_provider_config.clone(),
     };
     let api = berth_apiserver::ApiServer::bind(config, store).await?;
     info!(kubeconfig = %api.kubeconfig.display(), "wrote kubeconfig");
@@ -707,6 +717,7 @@ fn main() -> Result<()> {
         Command::Agent(args) => rt.block_on(run_agent(*args)),
         Command::Images(args) => rt.block_on(images::run(args)),
         Command::Token(args) => rt.block_on(token::run(args)),
+        Command::SecretsEncrypt(args) => rt.block_on(secrets_encrypt::run(args)),
         Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),
     }
 }

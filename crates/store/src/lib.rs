@@ -177,6 +177,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// The revision history was last compacted at (0 if never).
     async fn compacted_revision(&self) -> Result<Revision>;
+
+    /// Whether `key`'s value is stored otherwise than a write would store it now
+    /// (encryption at rest: under an older key or provider). The API server then
+    /// writes an unchanged object anyway, as upstream does with a transformer's
+    /// `stale`, so rewriting every object re-encrypts it. Plain stores: never.
+    async fn is_stale(&self, _key: &str) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// The smallest byte string greater than every string starting with `prefix`, or

@@ -424,14 +424,18 @@ impl Rest {
         } else {
             stored == objects::decode(kv)?
         };
+        let key = objects::key(rt, ns, name);
         if unchanged {
             // A cached copy may be behind: confirm against the store, as upstream does.
             if cached {
                 return Ok(None);
             }
-            return Ok(Some(self.to_version(rt, stored)));
+            // Stored under an older encryption key: written anyway, so that
+            // `kubectl replace` of every object re-encrypts (upstream's `stale`).
+            if !self.store.is_stale(&key).await? {
+                return Ok(Some(self.to_version(rt, stored)));
+            }
         }
-        let key = objects::key(rt, ns, name);
         // The last finalizer removed from an object being deleted: it goes now.
         if objects::is_deleting(&stored)
             && objects::finalizers(&stored).is_empty()
