@@ -4,7 +4,8 @@
 //! `warn` prints kubectl's `Warning:` lines; labelling a namespace
 //! `enforce=restricted` warns about the pods already there; a Deployment whose
 //! template violates the enforce level is created, with a warning; bad labels
-//! are refused; and `--admission-control-config-file` sets cluster defaults and
+//! are refused; `audit` puts upstream's annotations on the request's audit
+//! event; and `--admission-control-config-file` sets cluster defaults and
 //! exemptions, a bad one stopping the server at start.
 
 mod common;
@@ -12,7 +13,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, stderr, temp_dir};
+use common::{Server, stderr, temp_dir, wait_until};
 
 const BAD_POD: &str = "apiVersion: v1
 kind: Pod
@@ -160,6 +161,72 @@ fn restricted_namespaces_enforce_warn_and_report_existing_pods() {
         "{}",
         stderr(&out)
     );
+}
+
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  resources: [{group: \"\", resources: [pods]}]
+- level: None
+";
+
+#[test]
+fn audit_mode_annotates_the_audit_event() {
+    let dir = temp_dir("podsecurity-audit");
+    std::fs::write(dir.join("policy.yaml"), AUDIT_POLICY).unwrap();
+    let log = dir.join("audit.log");
+    let s = Server::start_with(
+        dir.join("data"),
+        &[
+            "--audit-policy-file",
+            dir.join("policy.yaml").to_str().unwrap(),
+            "--audit-log-path",
+            log.to_str().unwrap(),
+        ],
+    );
+    s.k(&["create", "namespace", "audited"]);
+    s.k(&[
+        "label",
+        "ns",
+        "audited",
+        "pod-security.kubernetes.io/audit=restricted",
+    ]);
+    // Audit alone neither refuses nor warns.
+    let out = apply(&s, "audited", BAD_POD);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
+    let mut event = serde_json::Value::Null;
+    wait_until(Duration::from_secs(10), "the pod's audit event", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        match text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| {
+                e["verb"] == "create"
+                    && e["stage"] == "ResponseComplete"
+                    && e["objectRef"]["resource"] == "pods"
+                    && e["objectRef"]["name"] == "bad"
+            }) {
+            Some(e) => {
+                event = e;
+                true
+            }
+            None => false,
+        }
+    });
+    let annotations = &event["annotations"];
+    assert_eq!(
+        annotations["pod-security.kubernetes.io/audit-violations"],
+        format!("would violate PodSecurity \"restricted:latest\": {BARE_RESTRICTED}"),
+        "{event}"
+    );
+    assert_eq!(
+        annotations["pod-security.kubernetes.io/enforce-policy"], "privileged:latest",
+        "{event}"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const CONFIG: &str = "apiVersion: apiserver.config.k8s.io/v1

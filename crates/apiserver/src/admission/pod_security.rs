@@ -97,12 +97,11 @@ pub fn audit_annotations(r: &Response) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Where the annotations meet the request's audit event. The audit log
-/// (`crate::audit`) is being built separately; until it is wired here, they
-/// are only logged at debug level.
+/// Hands the annotations to the request's audit event (upstream's
+/// `audit.AddAuditAnnotations`; nothing when the request is not audited).
 fn record_audit_annotations(annotations: Vec<(String, String)>) {
     for (key, value) in annotations {
-        tracing::debug!(%key, %value, "PodSecurity audit annotation");
+        crate::audit::add_annotation(key, value);
     }
 }
 
