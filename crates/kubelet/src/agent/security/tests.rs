@@ -4,6 +4,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// (pod securityContext, container securityContext, image uid, image user, verdict).
+type NonRootCase<'a> = (Value, Value, Option<i64>, &'a str, Result<(), String>);
+/// (sysctl, hostNetwork, hostIPC, allowlist, verdict).
+type SysctlCase<'a> = (&'a str, bool, bool, &'a SysctlAllowlist, Result<(), String>);
+
 fn pod(spec: Value) -> Pod {
     pod_with(spec, json!({}))
 }
@@ -75,7 +80,7 @@ fn effective_context_merges_pod_defaults_under_container_fields() {
 fn run_as_non_root_table() {
     let root_msg =
         "container has runAsNonRoot and image will run as root (pod: \"p_ns(u1)\", container: c)";
-    let cases: Vec<(Value, Value, Option<i64>, &str, Result<(), String>)> = vec![
+    let cases: Vec<NonRootCase> = vec![
         // Not asked: anything goes.
         (json!({}), json!({}), Some(0), "", Ok(())),
         // runAsUser decides, not the image.
@@ -329,7 +334,7 @@ fn sysctl_allowlist_table() {
             "securityContext": {"sysctls": [{"name": name, "value": "1"}]},
             "containers": [{"name": "c"}]}))
     };
-    let cases: Vec<(&str, bool, bool, &SysctlAllowlist, Result<(), String>)> = vec![
+    let cases: Vec<SysctlCase> = vec![
         ("kernel.shm_rmid_forced", false, false, &only_safe, Ok(())),
         ("net.ipv4.tcp_keepalive_time", false, false, &only_safe, Ok(())),
         (
