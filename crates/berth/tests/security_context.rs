@@ -195,6 +195,12 @@ fn security_context_reaches_the_container() {
                    "containers": [container("c", "cat /proc/self/attr/current", json!({}))]}),
         ),
         pod(
+            "strict-groups",
+            json!({"securityContext": {"runAsUser": 1000, "supplementalGroups": [4000],
+                                       "supplementalGroupsPolicy": "Strict"},
+                   "containers": [container("c", "id -G", json!({}))]}),
+        ),
+        pod(
             "userns",
             json!({"hostUsers": false, "containers": [container("c", "true", json!({}))]}),
         ),
@@ -314,6 +320,36 @@ fn security_context_reaches_the_container() {
         assert_eq!(
             jsonpath(&s, "apparmor", "{.status.message}"),
             "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host"
+        );
+    }
+
+    // supplementalGroupsPolicy: Strict needs a runtime that reports it
+    // (containerd 2.0 on); containerd 1.x does not, and the pod is refused.
+    let containerd = std::process::Command::new("containerd")
+        .arg("--version")
+        .output()
+        .expect("containerd --version");
+    let containerd = common::stdout(&containerd);
+    let old_containerd = containerd
+        .split_whitespace()
+        .nth(2)
+        .is_some_and(|v| v.trim_start_matches('v').starts_with("1."));
+    if old_containerd {
+        assert_eq!(finished(&s, "strict-groups"), "Failed");
+        assert_eq!(
+            jsonpath(&s, "strict-groups", "{.status.reason}"),
+            "SupplementalGroupsPolicyNotSupported"
+        );
+        assert_eq!(
+            jsonpath(&s, "strict-groups", "{.status.message}"),
+            "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node"
+        );
+    } else {
+        succeeded(&s, "strict-groups");
+        assert_eq!(
+            logs(&s, "strict-groups", "c").trim(),
+            "0 4000",
+            "{containerd}"
         );
     }
 

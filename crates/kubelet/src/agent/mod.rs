@@ -115,10 +115,11 @@ impl Agent {
         let kernel = security::parse_kernel_version(&machine::kernel_version());
         let mut allowed = security::safe_sysctls(kernel);
         allowed.extend(cfg.allowed_unsafe_sysctls.iter().cloned());
-        let admission = security::Admission {
+        let mut admission = security::Admission {
             sysctls: security::SysctlAllowlist::new(&allowed)
                 .map_err(|e| Error::Invalid(format!("--allowed-unsafe-sysctls: {e}")))?,
             apparmor_host_error: security::host_apparmor_error(),
+            runtime: Default::default(),
         };
         let mut ccfg = ContainerdConfig::new(&cfg.dir, &cfg.sandbox_image);
         ccfg.apparmor = admission.apparmor_host_error.is_none();
@@ -145,6 +146,10 @@ impl Agent {
             }
         };
         info!(runtime = %rt_name, version = %rt_version, "container runtime ready");
+        admission.runtime = runtime.features().await.unwrap_or_else(|e| {
+            warn!(error = %e, "runtime features unknown: user namespaces and Strict supplemental groups refused");
+            Default::default()
+        });
         ensure_local_images(runtime.as_ref(), &socket, &cfg.dir.join("images")).await?;
 
         let host_ip = machine::host_ipv4()

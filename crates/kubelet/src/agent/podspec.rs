@@ -341,6 +341,7 @@ pub fn container_config(
         run_as_username: String::new(),
         readonly_rootfs: sec.readonly_rootfs,
         supplemental_groups: supplemental_groups(pod),
+        supplemental_groups_strict: super::security::strict_supplemental_groups(pod),
         capabilities_add: sec.capabilities_add,
         capabilities_drop: sec.capabilities_drop,
         no_new_privs: sec.no_new_privs,

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{
     AppArmorProfile, Container, Pod, PodSecurityContext, SeccompProfile, SecurityContext,
 };
 
-use crate::runtime::SecurityProfile;
+use crate::runtime::{RuntimeFeatures, SecurityProfile};
 
 /// The container's securityContext with the pod's defaults filled in
 /// (upstream's DetermineEffectiveSecurityContext): the pod gives
@@ -553,13 +553,28 @@ pub fn apparmor_required(pod: &Pod) -> bool {
         .any(|(k, v)| k.starts_with(APPARMOR_ANNOTATION_PREFIX) && v != "unconfined")
 }
 
-/// The node agent's security admission: sysctls, then AppArmor (upstream's
-/// admit handlers, in their order).
+/// Upstream's admission reason and message for `supplementalGroupsPolicy:
+/// Strict` on a runtime without it.
+pub const SUPPLEMENTAL_GROUPS_POLICY_REASON: &str = "SupplementalGroupsPolicyNotSupported";
+pub const SUPPLEMENTAL_GROUPS_POLICY_MESSAGE: &str =
+    "SupplementalGroupsPolicy=Strict is not supported in this node";
+
+/// Whether the pod asks for `supplementalGroupsPolicy: Strict`.
+pub fn strict_supplemental_groups(pod: &Pod) -> bool {
+    pod_security_context(pod).and_then(|s| s.supplemental_groups_policy.as_deref())
+        == Some("Strict")
+}
+
+/// The node agent's security admission: sysctls, the supplemental groups
+/// policy, then AppArmor (upstream's admit handlers, in their order).
 #[derive(Debug, Clone, Default)]
 pub struct Admission {
     pub sysctls: SysctlAllowlist,
     /// Why AppArmor cannot be enforced here; None where it can.
     pub apparmor_host_error: Option<String>,
+    /// What the runtime supports (asked once at start, as upstream's kubelet
+    /// caches the runtime's status).
+    pub runtime: RuntimeFeatures,
 }
 
 impl Admission {
@@ -568,6 +583,12 @@ impl Admission {
     pub fn admit(&self, pod: &Pod) -> Option<(&'static str, String)> {
         if let Err(msg) = self.sysctls.admit(pod) {
             return Some((SYSCTL_FORBIDDEN_REASON, msg));
+        }
+        if strict_supplemental_groups(pod) && !self.runtime.supplemental_groups_policy {
+            return Some((
+                SUPPLEMENTAL_GROUPS_POLICY_REASON,
+                SUPPLEMENTAL_GROUPS_POLICY_MESSAGE.into(),
+            ));
         }
         // Upstream rechecks AppArmor only for pods not yet running.
         let pending = pod

@@ -353,7 +353,7 @@ impl Worker {
             self.sandbox_failed(pod, &e.to_string());
             return false;
         }
-        if let Some(e) = self.sandbox_security_error(pod).await {
+        if let Some(e) = self.sandbox_security_error(pod) {
             self.sandbox_failed(pod, &e);
             return false;
         }

@@ -70,14 +70,22 @@ fn apparmor_profile_name(p: &SecurityProfile) -> String {
     }
 }
 
-/// Whether the default runtime handler (named "") reports user namespace
-/// support; runtimes that list no handlers (containerd 1.6) do not.
-pub(super) fn default_handler_supports_user_namespaces(handlers: &[cri::RuntimeHandler]) -> bool {
-    handlers
-        .iter()
-        .find(|h| h.name.is_empty())
-        .and_then(|h| h.features.as_ref())
-        .is_some_and(|f| f.user_namespaces)
+/// The features a CRI `Status` answer reports: user namespaces from the
+/// default handler (named ""), the supplemental groups policy runtime-wide;
+/// runtimes that report neither (containerd 1.6) support neither.
+pub(super) fn runtime_features(r: &cri::StatusResponse) -> crate::runtime::RuntimeFeatures {
+    crate::runtime::RuntimeFeatures {
+        user_namespaces: r
+            .runtime_handlers
+            .iter()
+            .find(|h| h.name.is_empty())
+            .and_then(|h| h.features.as_ref())
+            .is_some_and(|f| f.user_namespaces),
+        supplemental_groups_policy: r
+            .features
+            .as_ref()
+            .is_some_and(|f| f.supplemental_groups_policy),
+    }
 }
 
 pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
@@ -208,6 +216,11 @@ pub(super) fn container_config(
                 run_as_username: c.run_as_username.clone(),
                 readonly_rootfs: c.readonly_rootfs,
                 supplemental_groups: c.supplemental_groups.clone(),
+                supplemental_groups_policy: if c.supplemental_groups_strict {
+                    cri::SupplementalGroupsPolicy::Strict as i32
+                } else {
+                    cri::SupplementalGroupsPolicy::Merge as i32
+                },
                 capabilities: (!c.capabilities_add.is_empty() || !c.capabilities_drop.is_empty())
                     .then(|| cri::Capability {
                         add_capabilities: c.capabilities_add.clone(),
@@ -484,7 +497,7 @@ mod tests {
     }
 
     #[test]
-    fn user_namespaces_come_from_the_default_handler() {
+    fn features_come_from_the_default_handler_and_the_runtime() {
         let handler = |name: &str, userns: bool| cri::RuntimeHandler {
             name: name.into(),
             features: Some(cri::RuntimeHandlerFeatures {
@@ -492,14 +505,30 @@ mod tests {
                 ..Default::default()
             }),
         };
-        assert!(!default_handler_supports_user_namespaces(&[]));
-        assert!(!default_handler_supports_user_namespaces(&[handler(
-            "kata", true
-        )]));
-        assert!(default_handler_supports_user_namespaces(&[
-            handler("kata", false),
-            handler("", true)
-        ]));
+        let status = |handlers: Vec<cri::RuntimeHandler>, strict: bool| cri::StatusResponse {
+            runtime_handlers: handlers,
+            features: Some(cri::RuntimeFeatures {
+                supplemental_groups_policy: strict,
+            }),
+            ..Default::default()
+        };
+        let f = |r: cri::StatusResponse| {
+            let f = runtime_features(&r);
+            (f.user_namespaces, f.supplemental_groups_policy)
+        };
+        // containerd 1.6 reports nothing.
+        assert_eq!(f(cri::StatusResponse::default()), (false, false));
+        assert_eq!(
+            f(status(vec![handler("kata", true)], false)),
+            (false, false)
+        );
+        assert_eq!(
+            f(status(
+                vec![handler("kata", false), handler("", true)],
+                true
+            )),
+            (true, true)
+        );
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl Runtime for CriRuntime {
         Ok(crate::runtime::RuntimeStatus { conditions })
     }
 
-    async fn supports_user_namespaces(&self) -> RuntimeResult<bool> {
+    async fn features(&self) -> RuntimeResult<crate::runtime::RuntimeFeatures> {
         let mut req = tonic::Request::new(cri::StatusRequest { verbose: false });
         req.set_timeout(STATUS_TIMEOUT);
         let r = self
@@ -138,9 +138,7 @@ impl Runtime for CriRuntime {
             .await
             .map_err(|e| status_error("status", e))?
             .into_inner();
-        Ok(convert::default_handler_supports_user_namespaces(
-            &r.runtime_handlers,
-        ))
+        Ok(convert::runtime_features(&r))
     }
 
     async fn run_sandbox(&self, config: &SandboxConfig) -> RuntimeResult<String> {

@@ -194,6 +194,9 @@ pub struct ContainerConfig {
     pub run_as_username: String,
     /// Extra groups of the container's processes (supplementalGroups, fsGroup).
     pub supplemental_groups: Vec<i64>,
+    /// `supplementalGroupsPolicy: Strict`: only those groups, none from the
+    /// image's /etc/group (admitted only where the runtime supports it).
+    pub supplemental_groups_strict: bool,
     /// `capabilities.add` / `capabilities.drop`, as the pod names them
     /// (containerd prefixes `CAP_`; `ALL` means every capability).
     pub capabilities_add: Vec<String>,
@@ -286,6 +289,18 @@ pub struct RuntimeCondition {
     pub message: String,
 }
 
+/// Optional runtime features the node agent asks about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeFeatures {
+    /// The default handler runs pods in their own user namespace (CRI
+    /// `RuntimeHandlerFeatures.user_namespaces`, upstream's
+    /// HandlerSupportsUserNamespaces).
+    pub user_namespaces: bool,
+    /// `supplementalGroupsPolicy: Strict` is honoured (CRI
+    /// `RuntimeFeatures.supplemental_groups_policy`).
+    pub supplemental_groups_policy: bool,
+}
+
 /// What the runtime says of itself (CRI `Status`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeStatus {
@@ -322,11 +337,10 @@ pub trait Runtime: Send + Sync + 'static {
         Ok(RuntimeStatus::ready())
     }
 
-    /// Whether the default runtime handler can run pods in their own user
-    /// namespace (CRI `RuntimeHandlerFeatures.user_namespaces`, what upstream's
-    /// HandlerSupportsUserNamespaces asks); a runtime that does not say cannot.
-    async fn supports_user_namespaces(&self) -> RuntimeResult<bool> {
-        Ok(false)
+    /// What the runtime says it supports (CRI `StatusResponse.features` and
+    /// its default handler's); a runtime that does not say supports neither.
+    async fn features(&self) -> RuntimeResult<RuntimeFeatures> {
+        Ok(RuntimeFeatures::default())
     }
 
     /// Creates and starts a sandbox (network namespace, pause container); its id.

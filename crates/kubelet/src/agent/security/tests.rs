@@ -375,7 +375,7 @@ fn sysctl_allowlist_table() {
     }
     let adm = Admission {
         sysctls: only_safe,
-        apparmor_host_error: None,
+        ..Default::default()
     };
     assert_eq!(
         adm.admit(&sysctl_pod("kernel.sem", false, false)),
@@ -451,4 +451,35 @@ fn names_kernels_and_sandboxes() {
     );
     assert!(has_privileged_container(&privileged));
     assert!(!has_privileged_container(&plain));
+}
+
+#[test]
+fn strict_supplemental_groups_need_a_runtime_that_honours_them() {
+    let strict = pod(
+        json!({"securityContext": {"supplementalGroupsPolicy": "Strict"},
+        "containers": [{"name": "c"}]}),
+    );
+    let merge = pod(
+        json!({"securityContext": {"supplementalGroupsPolicy": "Merge"},
+        "containers": [{"name": "c"}]}),
+    );
+    let refused = Some((
+        SUPPLEMENTAL_GROUPS_POLICY_REASON,
+        "SupplementalGroupsPolicy=Strict is not supported in this node".to_string(),
+    ));
+    let without = Admission::default();
+    let with = Admission {
+        runtime: RuntimeFeatures {
+            supplemental_groups_policy: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for (p, adm, want) in [
+        (&strict, &without, refused.clone()),
+        (&strict, &with, None),
+        (&merge, &without, None),
+    ] {
+        assert_eq!(adm.admit(p), want);
+    }
 }

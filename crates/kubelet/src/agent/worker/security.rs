@@ -34,9 +34,8 @@ impl Worker {
 
     /// Why the sandbox cannot be created as the pod asks (reported as
     /// FailedCreatePodSandBox), None when it can.
-    pub(super) async fn sandbox_security_error(&self, pod: &Pod) -> Option<String> {
-        let userns = security::wants_user_namespace(pod)
-            && self.rt().supports_user_namespaces().await.unwrap_or(false);
+    pub(super) fn sandbox_security_error(&self, pod: &Pod) -> Option<String> {
+        let userns = self.shared.admission.runtime.user_namespaces;
         security::sandbox_error(pod, &self.shared.ctx.seccomp_root, userns)
     }
 
