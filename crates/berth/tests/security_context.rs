@@ -108,9 +108,63 @@ fn host_ns(kind: &str) -> String {
         .to_string()
 }
 
+fn run(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("run");
+    assert!(out.status.success(), "{cmd:?}: {}", common::stderr(&out));
+    common::stdout(&out)
+}
+
+/// Imports `name`, a one-layer busybox image whose config says `USER user`,
+/// into the agent's containerd (a docker archive, as `docker save` writes).
+fn import_image_with_user(s: &Server, name: &str, user: &str) {
+    use std::process::Command;
+    let dir = common::temp_dir("secctx-image");
+    let root = dir.join("rootfs/bin");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy("/bin/busybox", root.join("busybox")).expect("busybox-static");
+    for applet in ["sh", "id"] {
+        std::os::unix::fs::symlink("busybox", root.join(applet)).unwrap();
+    }
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    run(Command::new("tar")
+        .args(["--numeric-owner", "--owner=0", "--group=0", "-C"])
+        .arg(dir.join("rootfs"))
+        .arg("-cf")
+        .arg(out.join("layer.tar"))
+        .arg("."));
+    let sum = run(Command::new("sha256sum").arg(out.join("layer.tar")));
+    let diff_id = sum.split_whitespace().next().unwrap().to_string();
+    let config = json!({"architecture": "amd64", "os": "linux",
+        "config": {"User": user, "Cmd": ["sh"], "Env": ["PATH=/bin"]},
+        "rootfs": {"type": "layers", "diff_ids": [format!("sha256:{diff_id}")]}});
+    std::fs::write(out.join("config.json"), config.to_string()).unwrap();
+    let manifest = json!([{"Config": "config.json", "RepoTags": [name], "Layers": ["layer.tar"]}]);
+    std::fs::write(out.join("manifest.json"), manifest.to_string()).unwrap();
+    let archive = dir.join("image.tar");
+    run(Command::new("tar")
+        .arg("-C")
+        .arg(&out)
+        .arg("-cf")
+        .arg(&archive)
+        .args(["manifest.json", "config.json", "layer.tar"]));
+    run(Command::new("ctr")
+        .arg("--address")
+        .arg(s.data_dir.join("agent/containerd/containerd.sock"))
+        .args(["-n", "k8s.io", "images", "import", "--all-platforms"])
+        .arg(&archive));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn security_context_reaches_the_container() {
     let s = agent_server();
+    import_image_with_user(&s, "berth.test/user-uid:1", "65534");
+    import_image_with_user(&s, "berth.test/user-name:1", "nobody");
+    let with_image = |mut c: Value, image: &str| {
+        c["image"] = json!(image);
+        c
+    };
     let status = "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status";
     let veth = |n: u32| {
         format!(
@@ -139,6 +193,16 @@ fn security_context_reaches_the_container() {
             "nonroot",
             json!({"securityContext": {"runAsNonRoot": true},
                    "containers": [container("c", "true", json!({}))]}),
+        ),
+        pod(
+            "nonroot-uid",
+            json!({"securityContext": {"runAsNonRoot": true},
+                   "containers": [with_image(container("c", "id -u", json!({})), "berth.test/user-uid:1")]}),
+        ),
+        pod(
+            "nonroot-name",
+            json!({"securityContext": {"runAsNonRoot": true},
+                   "containers": [with_image(container("c", "id -u", json!({})), "berth.test/user-name:1")]}),
         ),
         pod(
             "caps",
@@ -235,6 +299,28 @@ fn security_context_reaches_the_container() {
         ),
         format!(
             "container has runAsNonRoot and image will run as root (pod: \"nonroot_default({uid})\", container: c)"
+        )
+    );
+
+    // An image whose USER is a non-root uid passes (and runs as it); a user
+    // name cannot be verified.
+    succeeded(&s, "nonroot-uid");
+    assert_eq!(logs(&s, "nonroot-uid", "c").trim(), "65534");
+    let uid = jsonpath(&s, "nonroot-name", "{.metadata.uid}");
+    wait_for(
+        &s,
+        "nonroot-name",
+        "{.status.containerStatuses[0].state.waiting.reason}",
+        |r| r == "CreateContainerConfigError",
+    );
+    assert_eq!(
+        jsonpath(
+            &s,
+            "nonroot-name",
+            "{.status.containerStatuses[0].state.waiting.message}"
+        ),
+        format!(
+            "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify user is non-root (pod: \"nonroot-name_default({uid})\", container: c)"
         )
     );
 
