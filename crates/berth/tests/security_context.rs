@@ -470,3 +470,40 @@ fn security_context_reaches_the_container() {
         common::stderr(&out)
     );
 }
+
+/// A malformed or non-namespaced `--allowed-unsafe-sysctls` stops the node
+/// agent before it starts anything, as upstream's kubelet refuses to start.
+#[test]
+fn unsafe_sysctl_patterns_are_checked_at_start() {
+    for (pattern, want) in [
+        (
+            "vm.swappiness",
+            "invalid --allowed-unsafe-sysctls: the sysctls \"vm.swappiness\" are not known to be namespaced",
+        ),
+        (
+            "Net.Core",
+            "invalid --allowed-unsafe-sysctls: sysctl \"Net.Core\" must have at most 253 characters",
+        ),
+    ] {
+        let dir = common::temp_dir("secctx-flag");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+            .arg("server")
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--secure-port", "0", "--insecure-port", "0"])
+            .args([
+                "--bind-address",
+                "127.0.0.1",
+                "--disable-ingress",
+                "--disable-dns",
+            ])
+            .args(["--allowed-unsafe-sysctls", pattern])
+            .env("BERTH_LOG", "warn")
+            .output()
+            .expect("run berth server");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!out.status.success(), "{pattern}");
+        let err = common::stderr(&out);
+        assert!(err.contains(want), "{pattern}: {err}");
+    }
+}
