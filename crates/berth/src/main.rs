@@ -51,7 +51,7 @@ enum Command {
     /// A CSI driver (Identity, Controller, Node on a unix socket) whose volumes are
     /// loop-mounted ext4 images on this node, as kubernetes-csi's hostpath driver.
     CsiHostpath(Box<berth_csi::hostpath::Config>),
-    /// Encryption at rest of Secrets (status, reencrypt), in the spirit of k3s's.
+    /// Encryption at rest of Secrets (status, rotate-keys, reencrypt), in the spirit of k3s's.
     SecretsEncrypt(secrets_encrypt::SecretsEncryptArgs),
 }
 

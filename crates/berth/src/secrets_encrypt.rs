@@ -1,17 +1,19 @@
-//! `berth secrets-encrypt status|reencrypt`: encryption at rest of Secrets, in
+//! `berth secrets-encrypt status|rotate-keys|reencrypt`: encryption at rest of Secrets, in
 //! the spirit of k3s's `secrets-encrypt`, scoped to what Berth does.
 //!
 //! - `status` reads the configuration (`--encryption-provider-config`, the
 //!   file given to `berth server`) and the store itself (the embedded SQLite
 //!   file, read-only beside the running server, or etcd) and counts stored
 //!   Secrets per envelope prefix (`k8s:enc:aescbc:v1:key1:`) or plain.
+//! - `rotate-keys` puts a new random key first in the configuration file (the
+//!   server reads it at start, so it takes effect on restart).
 //! - `reencrypt` rewrites every Secret through the API (GET then PUT of each,
 //!   as `kubectl get secrets -A -o json | kubectl replace -f -`): the server
 //!   writes a Secret stored under an older key even though it is unchanged, so
 //!   each ends up under the current first key.
 //!
-//! Rotation: put the new key first in the file, restart `berth server`, run
-//! `reencrypt`, check `status`, then drop the old key and restart again.
+//! Rotation: `rotate-keys` (or put a new key first by hand), restart `berth
+//! server`, run `reencrypt`, check `status`, then drop the old key and restart.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,8 +36,22 @@ enum SecretsEncryptCommand {
     /// Whether Secrets are encrypted, with which provider and key, and how many
     /// stored Secrets use each prefix.
     Status(StatusArgs),
+    /// Put a new random 32-byte key first in the configuration file (the old
+    /// keys stay, to read what they wrote); then restart `berth server` and run
+    /// `reencrypt`.
+    RotateKeys(RotateArgs),
     /// Rewrite every Secret so it is stored under the current first key.
     Reencrypt(ReencryptArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RotateArgs {
+    /// The EncryptionConfiguration `berth server` runs with (rewritten in place).
+    #[arg(long)]
+    encryption_provider_config: PathBuf,
+    /// The new key's name (default `key-<unix seconds>`).
+    #[arg(long)]
+    key_name: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -73,6 +89,7 @@ struct ReencryptArgs {
 pub async fn run(args: SecretsEncryptArgs) -> Result<()> {
     match args.command {
         SecretsEncryptCommand::Status(a) => status(a).await,
+        SecretsEncryptCommand::RotateKeys(a) => rotate_keys(a),
         SecretsEncryptCommand::Reencrypt(a) => reencrypt(a).await,
     }
 }
@@ -234,6 +251,44 @@ fn render_status(
         out += &format!("{shown:<40} {n}\n");
     }
     out
+}
+
+fn rotate_keys(args: RotateArgs) -> Result<()> {
+    let path = &args.encryption_provider_config;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let name = args.key_name.unwrap_or_else(|| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        format!("key-{secs}")
+    });
+    // 32 bytes: valid for aescbc, aesgcm and secretbox alike.
+    let secret: [u8; 32] = rand::random();
+    let out = berth_apiserver::encryption::config::rotate(&text, &name, &secret)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    // Written beside it then renamed over it, owner-only: it holds keys.
+    let tmp = path.with_extension("rotate.tmp");
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.write_all(out.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+    println!(
+        "Added key {name} first in {}; restart berth server, then run `berth secrets-encrypt reencrypt`",
+        path.display()
+    );
+    Ok(())
 }
 
 async fn reencrypt(args: ReencryptArgs) -> Result<()> {

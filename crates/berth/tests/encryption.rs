@@ -189,8 +189,34 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate() {
     ]);
     assert_eq!(rv, rv2);
 
+    // `berth secrets-encrypt rotate-keys` does the file's part of the next rotation.
+    let out = berth(&[
+        "secrets-encrypt",
+        "rotate-keys",
+        "--encryption-provider-config",
+        &cfg_arg,
+        "--key-name",
+        "key3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(
+        text.contains("key3") && text.contains("key2") && text.contains(KEY2),
+        "{text}"
+    );
+    let s = s.restart();
+    let out = berth(&[
+        "secrets-encrypt",
+        "reencrypt",
+        "--kubeconfig",
+        s.kubeconfig.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stored(&dir, "/registry/secrets/default/s1").starts_with(b"k8s:enc:aescbc:v1:key3:"));
+    assert_eq!(read_back(&s, "s1"), PLAIN);
+
     // Switched to secretbox with neither the aescbc keys nor identity: the
-    // Secret under key2 no longer reads (upstream's error, an internal error),
+    // Secret under key3 no longer reads (upstream's error, an internal error),
     // and nothing else is affected.
     std::fs::write(
         &cfg,

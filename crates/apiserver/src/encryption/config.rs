@@ -388,6 +388,55 @@ fn resolve(c: &EncryptionConfiguration) -> Result<Transformers, String> {
     Ok(Transformers { by_resource, order })
 }
 
+/// The configuration with `name`/`secret` (a new key) put first in the keys of
+/// every entry's writing provider (aescbc, aesgcm or secretbox), the old keys
+/// kept after it to read what they wrote: the first step of a rotation
+/// (`berth secrets-encrypt rotate-keys`). Written back as YAML; comments are lost.
+pub fn rotate(text: &str, name: &str, secret: &[u8]) -> Result<String, String> {
+    parse(text)?;
+    let mut doc: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(secret);
+    let mut rotated = 0;
+    let entries = doc
+        .get_mut("resources")
+        .and_then(serde_json::Value::as_array_mut)
+        .ok_or("no resources")?;
+    for entry in entries {
+        let Some(first) = entry
+            .get_mut("providers")
+            .and_then(serde_json::Value::as_array_mut)
+            .and_then(|p| p.first_mut())
+        else {
+            continue;
+        };
+        for provider in ["aescbc", "aesgcm", "secretbox"] {
+            let Some(keys) = first
+                .get_mut(provider)
+                .and_then(|p| p.get_mut("keys"))
+                .and_then(serde_json::Value::as_array_mut)
+            else {
+                continue;
+            };
+            if keys
+                .iter()
+                .any(|k| k.get("name").and_then(|n| n.as_str()) == Some(name))
+            {
+                return Err(format!("a key named {name:?} is already configured"));
+            }
+            keys.insert(0, serde_json::json!({"name": name, "secret": encoded}));
+            rotated += 1;
+        }
+    }
+    if rotated == 0 {
+        return Err(
+            "no resource entry writes with aescbc, aesgcm or secretbox: nothing to rotate".into(),
+        );
+    }
+    let out = serde_saphyr::to_string(&doc).map_err(|e| e.to_string())?;
+    parse(&out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,6 +585,52 @@ mod tests {
         assert!(
             err.starts_with('[') && err.ends_with(']') && err.contains(", "),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn rotation_puts_a_new_key_first_in_every_writing_provider() {
+        let text = doc(&format!(
+            "resources:\n\
+             - resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: old\n        secret: {K32}\n  - identity: {{}}\n\
+             - resources: [configmaps]\n  providers:\n  - identity: {{}}\n\
+             - resources: ['*.apps']\n  providers:\n  - secretbox:\n      keys:\n      - name: sb\n        secret: {K32}\n"
+        ));
+        let new_key = [7u8; 32];
+        let out = rotate(&text, "new", &new_key).unwrap();
+        let t = parse(&out).unwrap();
+        assert_eq!(
+            t.describe(),
+            vec![
+                ("secrets".to_string(), "aescbc:new".to_string()),
+                ("configmaps".to_string(), "identity".to_string()),
+                ("*.apps".to_string(), "secretbox:new".to_string()),
+            ]
+        );
+        // The old key still reads what it wrote.
+        let before = parse(&text).unwrap();
+        let key = "/registry/secrets/default/s";
+        let plain = bytes::Bytes::from_static(b"{}");
+        let sealed = before
+            .for_key(key)
+            .unwrap()
+            .to_storage(&plain, key)
+            .unwrap();
+        let after = t.for_key(key).unwrap();
+        assert_eq!(after.from_storage(&sealed, key).unwrap(), plain);
+        assert!(after.is_stale(&sealed));
+        // Refusals: a name in use, nothing that encrypts.
+        assert!(
+            rotate(&out, "new", &new_key)
+                .unwrap_err()
+                .contains("already configured")
+        );
+        let plain_only =
+            doc("resources:\n- resources: [secrets]\n  providers:\n  - identity: {}\n");
+        assert!(
+            rotate(&plain_only, "k", &new_key)
+                .unwrap_err()
+                .contains("nothing to rotate")
         );
     }
 
