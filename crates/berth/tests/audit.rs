@@ -400,3 +400,87 @@ fn bad_audit_configuration_is_a_startup_error() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--audit-log-path -`: the events are standard output's lines.
+#[test]
+fn events_go_to_stdout_with_a_dash() {
+    use std::io::{BufRead, BufReader};
+    let dir = temp_dir("audit-stdout");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  nonResourceURLs: [\"/version\"]\n",
+    )
+    .expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "server",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            "0",
+        ])
+        .args([
+            "--insecure-port",
+            "0",
+            "--disable-agent",
+            "--disable-ingress",
+        ])
+        .args([
+            "--disable-dns",
+            "--disable-scheduler",
+            "--disable-controller-manager",
+        ])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg(format!("--audit-policy-file={}", policy.display()))
+        .arg("--audit-log-path=-")
+        .env("BERTH_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start berth server");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut http = String::new();
+    for line in lines.by_ref() {
+        let line = line.expect("line");
+        if let Some(a) = line.strip_prefix("Plain HTTP (trusted, loopback) at ") {
+            http = a.trim().to_string();
+            break;
+        }
+    }
+    assert!(!http.is_empty(), "berth server did not start");
+    let out = Command::new("curl")
+        .args(["-s", "-H", "Audit-ID: stdout-1", &format!("{http}/version")])
+        .output()
+        .expect("curl");
+    assert!(out.status.success());
+    // The reader stops at the event (or at EOF if the server died).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && s(&v, "/auditID") == "stdout-1"
+            {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let received = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("RequestReceived on stdout");
+    let complete = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("ResponseComplete on stdout");
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(
+        (s(&received, "/stage"), s(&complete, "/stage")),
+        ("RequestReceived", "ResponseComplete")
+    );
+    assert_eq!(s(&complete, "/verb"), "get");
+    assert_eq!(s(&complete, "/requestURI"), "/version");
+    assert_eq!(complete["responseStatus"]["code"], 200);
+    assert!(complete.get("objectRef").is_none());
+}

@@ -23,6 +23,9 @@ use super::event::{Pending, micro_time};
 /// Events queued for the writer before requests wait.
 pub const BUFFER_EVENTS: usize = 10_000;
 
+/// Bytes of events gathered before a write to the file.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 /// lumberjack's backup timestamp (Go's `2006-01-02T15-04-05.000`).
 const BACKUP_TIME_FORMAT: &str = "%Y-%m-%dT%H-%M-%S%.3f";
 
@@ -120,7 +123,7 @@ impl LogFile {
         }
         match OpenOptions::new().append(true).open(&self.path) {
             Ok(f) => {
-                self.file = Some(BufWriter::new(f));
+                self.file = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
                 self.size = meta.len();
                 Ok(())
             }
@@ -142,7 +145,7 @@ impl LogFile {
             .truncate(true)
             .mode(mode)
             .open(&self.path)?;
-        self.file = Some(BufWriter::new(f));
+        self.file = Some(BufWriter::with_capacity(WRITE_BUFFER, f));
         self.size = 0;
         Ok(())
     }
@@ -239,16 +242,21 @@ impl LogFile {
 
 /// Where events go.
 pub enum Output {
-    Stdout,
+    /// Standard output, written a batch at a time.
+    Stdout(BufWriter<io::Stdout>),
     File(LogFile),
     /// Handed to a channel (tests and benchmarks of the request path).
     Channel(std::sync::mpsc::Sender<super::event::Event>),
 }
 
 impl Output {
+    pub fn stdout() -> Output {
+        Output::Stdout(BufWriter::with_capacity(WRITE_BUFFER, io::stdout()))
+    }
+
     fn write(&mut self, line: &[u8]) -> io::Result<()> {
         match self {
-            Output::Stdout => io::stdout().lock().write_all(line),
+            Output::Stdout(w) => w.write_all(line),
             Output::File(f) => f.write_line(line),
             Output::Channel(_) => Ok(()),
         }
@@ -256,7 +264,7 @@ impl Output {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Output::Stdout => io::stdout().lock().flush(),
+            Output::Stdout(w) => w.flush(),
             Output::File(f) => f.flush(),
             Output::Channel(_) => Ok(()),
         }
@@ -300,31 +308,20 @@ pub fn spawn(mut out: Output, buffer: usize) -> Sink {
         .name("audit-log".into())
         .spawn(move || {
             let mut line = Vec::with_capacity(4096);
-            while let Some(p) = rx.blocking_recv() {
-                let ev = p.complete();
-                if let Output::Channel(tx) = &out {
-                    let _ = tx.send(ev);
-                    continue;
+            while let Some(first) = rx.blocking_recv() {
+                write_event(&mut out, &mut line, *first);
+                // Whatever follows within a millisecond joins this write: one
+                // flush (and one wake-up of this thread) per batch, not per event.
+                loop {
+                    while let Ok(p) = rx.try_recv() {
+                        write_event(&mut out, &mut line, *p);
+                    }
+                    std::thread::sleep(BATCH_WAIT);
+                    if rx.is_empty() {
+                        break;
+                    }
                 }
-                line.clear();
-                if let Err(e) = serde_json::to_writer(&mut line, &ev) {
-                    tracing::error!(error = %e, audit_id = %ev.audit_id, "Error in audit plugin 'log': encoding an event");
-                    continue;
-                }
-                line.push(b'\n');
-                if let Err(e) = out.write(&line) {
-                    tracing::error!(
-                        error = %e,
-                        audit_id = %ev.audit_id,
-                        stage = ?ev.stage,
-                        at = %micro_time(&ev.stage_timestamp),
-                        "Error in audit plugin 'log' affecting 1 audit events"
-                    );
-                }
-                // Lines reach the file once the queue is drained, not one write each.
-                if rx.is_empty()
-                    && let Err(e) = out.flush()
-                {
+                if let Err(e) = out.flush() {
                     tracing::error!(error = %e, "Error in audit plugin 'log': flushing");
                 }
             }
@@ -334,6 +331,32 @@ pub fn spawn(mut out: Output, buffer: usize) -> Sink {
         tracing::error!(error = %e, "starting the audit log writer: no audit events will be written");
     }
     Sink { tx }
+}
+
+/// How long the writer waits for more events before it flushes.
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+fn write_event(out: &mut Output, line: &mut Vec<u8>, p: Pending) {
+    let ev = p.complete();
+    if let Output::Channel(tx) = out {
+        let _ = tx.send(ev);
+        return;
+    }
+    line.clear();
+    if let Err(e) = serde_json::to_writer(&mut *line, &ev) {
+        tracing::error!(error = %e, audit_id = %ev.audit_id, "Error in audit plugin 'log': encoding an event");
+        return;
+    }
+    line.push(b'\n');
+    if let Err(e) = out.write(line) {
+        tracing::error!(
+            error = %e,
+            audit_id = %ev.audit_id,
+            stage = ?ev.stage,
+            at = %micro_time(&ev.stage_timestamp),
+            "Error in audit plugin 'log' affecting 1 audit events"
+        );
+    }
 }
 
 #[cfg(test)]

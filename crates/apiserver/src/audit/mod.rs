@@ -108,7 +108,7 @@ impl Auditor {
     pub fn start(opts: &Options) -> Result<Option<Arc<Auditor>>, AuditError> {
         let policy = opts.policy_file.as_deref().map(Policy::load).transpose()?;
         let output = match &opts.log_path {
-            Some(p) if p.as_os_str() == "-" => Some(log::Output::Stdout),
+            Some(p) if p.as_os_str() == "-" => Some(log::Output::stdout()),
             Some(p) => Some(log::Output::File(
                 log::LogFile::open(
                     p,
