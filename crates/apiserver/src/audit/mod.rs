@@ -466,6 +466,8 @@ impl<'a> Request<'a> {
                     ..Default::default()
                 });
                 ctx.emit(Stage::Panic, None).await;
+                // Upstream records no ResponseComplete after a panic.
+                self.ctx = None;
                 std::panic::resume_unwind(panic)
             }
         }
@@ -523,6 +525,36 @@ impl<'a> Request<'a> {
             ctx.emit(Stage::ResponseComplete, body).await;
         }
         resp
+    }
+}
+
+/// A request dropped before its response (the client went away mid-handler):
+/// upstream's handler returns and its deferred ResponseComplete fakes a
+/// success, "Connection closed early".
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        let Some(mut ctx) = self.ctx.take() else {
+            return;
+        };
+        if ctx.failed_authentication {
+            return;
+        }
+        if ctx.event.response_status.is_none() {
+            ctx.event.response_status = Some(ResponseStatus {
+                status: "Success".into(),
+                message: "Connection closed early".into(),
+                code: 200,
+                ..Default::default()
+            });
+            if ctx.long_running
+                && let Some(p) = ctx.pending(Stage::ResponseStarted, None)
+            {
+                ctx.sink.send_now(p);
+            }
+        }
+        if let Some(p) = ctx.pending(Stage::ResponseComplete, None) {
+            ctx.sink.send_now(p);
+        }
     }
 }
 

@@ -317,6 +317,29 @@ async fn a_panic_is_recorded_and_goes_on() {
 }
 
 #[tokio::test]
+async fn a_request_dropped_mid_handler_completes_as_closed_early() {
+    let (a, rx) = auditor();
+    let req = request("GET", "/api/v1/namespaces/default/pods/p");
+    let mut audit = Request::new(Some(&a), &req, peer());
+    audit.authenticated(&alice(), &req).await;
+    // The client goes away while the handler waits: hyper drops the request's future.
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(20),
+        audit.serve(std::future::pending::<()>()),
+    )
+    .await;
+    assert!(cancelled.is_err());
+    drop(audit);
+    let evs = events(&rx, 2);
+    assert_eq!(evs[1].stage, Stage::ResponseComplete);
+    let rs = evs[1].response_status.as_ref().expect("status");
+    assert_eq!(
+        (rs.code, rs.status.as_str(), rs.message.as_str()),
+        (200, "Success", "Connection closed early")
+    );
+}
+
+#[tokio::test]
 async fn non_resource_requests_have_no_object_ref() {
     let (a, rx) = auditor();
     let req = request("GET", "/healthz");
