@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::quantity::Quantity;
@@ -228,6 +228,41 @@ pub fn find_matching_volume<'a>(
         }
     }
     Ok(smallest.map(|(pv, _)| pv))
+}
+
+/// The claim a pod volume uses, if any: `persistentVolumeClaim.claimName`,
+/// or `<pod>-<volume>` for a generic ephemeral volume (upstream's
+/// `ephemeral.VolumeClaimName`); the bool says it is ephemeral. The one rule
+/// the scheduler, the volume controllers and the node agent share.
+pub fn volume_claim_name(pod: &Pod, v: &Volume) -> Option<(String, bool)> {
+    if let Some(c) = &v.persistent_volume_claim {
+        return Some((c.claim_name.clone(), false));
+    }
+    v.ephemeral.as_ref().map(|_| {
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        (format!("{pod_name}-{}", v.name), true)
+    })
+}
+
+/// Upstream's `ephemeral.VolumeIsForPod`: an ephemeral volume's claim must
+/// be in the pod's namespace and controlled by the pod.
+pub fn volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), String> {
+    let pod_ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let claim_ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+    let controlled = claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(&o.uid) == pod.metadata.uid.as_ref());
+    if claim_ns != pod_ns || !controlled {
+        return Err(format!(
+            "PVC {claim_ns}/{} was not created for pod {pod_ns}/{} (pod is not owner)",
+            claim.metadata.name.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use serde_json::{Value, json};
 
 use super::*;
+use k8s_openapi::api::core::v1::{
+    EphemeralVolumeSource, PersistentVolumeClaimVolumeSource, PodSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 fn claim(spec: Value) -> PersistentVolumeClaim {
     let mut s =
@@ -244,4 +248,63 @@ fn fewer_access_modes_are_preferred_then_size() {
         got.and_then(|p| p.metadata.name.clone()).as_deref(),
         Some("b")
     );
+}
+
+#[test]
+fn claim_names_and_ephemeral_ownership() {
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("ns".into()),
+            uid: Some("u1".into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec::default()),
+        ..Default::default()
+    };
+    let pvc_vol = Volume {
+        name: "data".into(),
+        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+            claim_name: "claim".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let eph = Volume {
+        name: "scratch".into(),
+        ephemeral: Some(EphemeralVolumeSource::default()),
+        ..Default::default()
+    };
+    let empty = Volume {
+        name: "tmp".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        volume_claim_name(&pod, &pvc_vol),
+        Some(("claim".into(), false))
+    );
+    assert_eq!(
+        volume_claim_name(&pod, &eph),
+        Some(("web-scratch".into(), true))
+    );
+    assert_eq!(volume_claim_name(&pod, &empty), None);
+
+    let mut claim = PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some("web-scratch".into()),
+            namespace: Some("ns".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert_eq!(
+        volume_is_for_pod(&pod, &claim).unwrap_err(),
+        "PVC ns/web-scratch was not created for pod ns/web (pod is not owner)"
+    );
+    claim.metadata.owner_references = Some(vec![OwnerReference {
+        uid: "u1".into(),
+        controller: Some(true),
+        ..Default::default()
+    }]);
+    assert!(volume_is_for_pod(&pod, &claim).is_ok());
 }

@@ -15,19 +15,10 @@ use k8s_openapi::api::core::v1::Pod;
 /// ephemeral volume (upstream's `ephemeral.VolumeClaimName`); the bool says
 /// the claim is an ephemeral one (it must then be controlled by the pod).
 pub fn pod_claims(pod: &Pod) -> Vec<(String, bool)> {
-    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| {
-            if let Some(c) = &v.persistent_volume_claim {
-                Some((c.claim_name.clone(), false))
-            } else {
-                v.ephemeral
-                    .as_ref()
-                    .map(|_| (format!("{pod_name}-{}", v.name), true))
-            }
-        })
+        .filter_map(|v| berth_api::storage::volume_claim_name(pod, v))
         .collect()
 }
 

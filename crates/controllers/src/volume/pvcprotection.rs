@@ -5,13 +5,14 @@
 //! `persistentVolumeClaim.claimName`, or as the `<pod>-<volume>` claim of a
 //! generic ephemeral volume the pod controls — and loses it once none does
 //! (looked up in the cache, then confirmed by a live list, as upstream).
-//! A pod that finished (Succeeded or Failed) no longer holds its claims.
+//! A finished pod (Succeeded or Failed) still holds its claims until it is
+//! deleted, as upstream: its object still names them.
 //! Claims the StorageObjectInUseProtection admission plugin did not see
 //! (created before it was on) get the finalizer here.
 
 use std::time::Duration;
 
-use berth_api::storage::PVC_PROTECTION_FINALIZER;
+use berth_api::storage::{PVC_PROTECTION_FINALIZER, volume_is_for_pod};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams, PostParams};
@@ -54,15 +55,6 @@ fn pod_is_shut_down(pod: &Pod) -> bool {
         && pod.metadata.deletion_grace_period_seconds == Some(0)
 }
 
-fn controlled_by(claim: &PersistentVolumeClaim, pod: &Pod) -> bool {
-    claim
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && Some(&o.uid) == pod.metadata.uid.as_ref())
-}
-
 /// Upstream's `podUsesPVC`: only a scheduled pod counts (the kubelet never
 /// starts a pod whose claim is being deleted); an ephemeral claim only when
 /// the pod controls it and is not shut down.
@@ -75,12 +67,13 @@ pub fn pod_uses_claim(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .is_some_and(|n| !n.is_empty());
-    if !scheduled || super::pod_is_terminated(pod) {
+    if !scheduled {
         return false;
     }
     let name = claim.metadata.name.as_deref().unwrap_or_default();
     super::pod_claims(pod).iter().any(|(c, ephemeral)| {
-        c == name && (!ephemeral || (!pod_is_shut_down(pod) && controlled_by(claim, pod)))
+        c == name
+            && (!ephemeral || (!pod_is_shut_down(pod) && volume_is_for_pod(pod, claim).is_ok()))
     })
 }
 
@@ -295,16 +288,16 @@ mod tests {
                 false,
             ),
             (
-                "succeeded pod",
+                "succeeded pod: still holds it until deleted",
                 pod(json!({"status": {"phase": "Succeeded"}})),
                 claim("data", json!({})),
-                false,
+                true,
             ),
             (
-                "failed pod",
+                "failed pod: still holds it until deleted",
                 pod(json!({"status": {"phase": "Failed"}})),
                 claim("data", json!({})),
-                false,
+                true,
             ),
             (
                 "pending scheduled pod",

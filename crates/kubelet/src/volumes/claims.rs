@@ -29,21 +29,16 @@ pub struct ClaimRef {
 /// The claim behind `volume` of `pod` (upstream's `ephemeral.VolumeClaimName`
 /// for generic ephemeral volumes).
 pub fn claim_of(pod: &Pod, volume: &Volume) -> Option<ClaimRef> {
-    if let Some(c) = &volume.persistent_volume_claim {
-        return Some(ClaimRef {
-            claim: c.claim_name.clone(),
-            read_only: c.read_only.unwrap_or(false),
-            ephemeral: false,
-        });
-    }
-    volume.ephemeral.as_ref().map(|_| ClaimRef {
-        claim: format!(
-            "{}-{}",
-            pod.metadata.name.as_deref().unwrap_or_default(),
-            volume.name
-        ),
-        read_only: false,
-        ephemeral: true,
+    let (claim, ephemeral) = berth_api::storage::volume_claim_name(pod, volume)?;
+    let read_only = volume
+        .persistent_volume_claim
+        .as_ref()
+        .and_then(|c| c.read_only)
+        .unwrap_or(false);
+    Some(ClaimRef {
+        claim,
+        read_only,
+        ephemeral,
     })
 }
 
@@ -82,20 +77,7 @@ pub fn resolve(
         ));
     }
     if r.ephemeral {
-        let pod_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let owned = claim
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.controller == Some(true) && o.uid == pod_uid);
-        if !owned {
-            return fail(format!(
-                "PVC {ns}/{} was not created for pod {ns}/{} (pod is not owner)",
-                r.claim,
-                pod.metadata.name.as_deref().unwrap_or_default()
-            ));
-        }
+        berth_api::storage::volume_is_for_pod(pod, claim).map_err(VolumeError::Claim)?;
     }
     let phase = claim
         .status

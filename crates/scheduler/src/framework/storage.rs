@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 /// Claims by `namespace/name`; volumes, classes and CSINodes by name.
@@ -74,46 +74,6 @@ pub fn claim_key(c: &PersistentVolumeClaim) -> String {
     )
 }
 
-/// The claim a pod volume uses, if any: `persistentVolumeClaim.claimName`,
-/// or `<pod>-<volume>` for a generic ephemeral volume (upstream's
-/// `ephemeral.VolumeClaimName`); the bool says it is ephemeral.
-pub fn volume_claim_name(pod: &Pod, v: &Volume) -> Option<(String, bool)> {
-    if let Some(c) = &v.persistent_volume_claim {
-        return Some((c.claim_name.clone(), false));
-    }
-    v.ephemeral.as_ref().map(|_| {
-        (
-            format!(
-                "{}-{}",
-                pod.metadata.name.as_deref().unwrap_or_default(),
-                v.name
-            ),
-            true,
-        )
-    })
-}
-
-/// Upstream's `ephemeral.VolumeIsForPod`: an ephemeral volume's claim must
-/// be controlled by the pod.
-pub fn volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), String> {
-    let pod_ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let claim_ns = claim.metadata.namespace.as_deref().unwrap_or("default");
-    let controlled = claim
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && Some(&o.uid) == pod.metadata.uid.as_ref());
-    if claim_ns != pod_ns || !controlled {
-        return Err(format!(
-            "PVC {claim_ns}/{} was not created for pod {pod_ns}/{} (pod is not owner)",
-            claim.metadata.name.as_deref().unwrap_or_default(),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        ));
-    }
-    Ok(())
-}
-
 /// The informers' live view, written by the watch tasks and read by the
 /// scheduling cycle (once per cycle) and by PreBind (while it waits).
 #[derive(Debug, Default)]
@@ -150,70 +110,6 @@ impl SharedStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{
-        EphemeralVolumeSource, PersistentVolumeClaimVolumeSource, PodSpec,
-    };
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    use kube::api::ObjectMeta;
-
-    #[test]
-    fn claim_names_and_ephemeral_ownership() {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("web".into()),
-                namespace: Some("ns".into()),
-                uid: Some("u1".into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec::default()),
-            ..Default::default()
-        };
-        let pvc_vol = Volume {
-            name: "data".into(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: "claim".into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let eph = Volume {
-            name: "scratch".into(),
-            ephemeral: Some(EphemeralVolumeSource::default()),
-            ..Default::default()
-        };
-        let empty = Volume {
-            name: "tmp".into(),
-            ..Default::default()
-        };
-        assert_eq!(
-            volume_claim_name(&pod, &pvc_vol),
-            Some(("claim".into(), false))
-        );
-        assert_eq!(
-            volume_claim_name(&pod, &eph),
-            Some(("web-scratch".into(), true))
-        );
-        assert_eq!(volume_claim_name(&pod, &empty), None);
-
-        let mut claim = PersistentVolumeClaim {
-            metadata: ObjectMeta {
-                name: Some("web-scratch".into()),
-                namespace: Some("ns".into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        assert_eq!(
-            volume_is_for_pod(&pod, &claim).unwrap_err(),
-            "PVC ns/web-scratch was not created for pod ns/web (pod is not owner)"
-        );
-        claim.metadata.owner_references = Some(vec![OwnerReference {
-            uid: "u1".into(),
-            controller: Some(true),
-            ..Default::default()
-        }]);
-        assert!(volume_is_for_pod(&pod, &claim).is_ok());
-    }
 
     #[test]
     fn shared_storage_reports_changes_once() {

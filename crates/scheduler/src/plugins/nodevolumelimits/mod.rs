@@ -13,11 +13,11 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use rand::Rng;
 
-use crate::framework::storage::{volume_claim_name, volume_is_for_pod};
 use crate::framework::{
     Code, CycleState, Filter, NodeInfo, Plugin, PodInfo, PreFilter, Snapshot, Status,
     StorageSnapshot,
 };
+use berth_api::storage::{volume_claim_name, volume_is_for_pod};
 
 pub const NAME: &str = "NodeVolumeLimits";
 pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";

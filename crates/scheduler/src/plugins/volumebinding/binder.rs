@@ -11,6 +11,7 @@ use berth_api::quantity::Quantity;
 use berth_api::storage::{
     ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, NO_PROVISIONER,
     check_node_affinity, claim_class, claim_request, find_matching_volume, is_bound_to_claim,
+    volume_claim_name, volume_is_for_pod,
 };
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, TopologySelectorTerm,
@@ -18,7 +19,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::assume_cache::View;
-use crate::framework::storage::{claim_key, volume_claim_name, volume_is_for_pod};
+use crate::framework::storage::claim_key;
 
 /// Upstream's ConflictReasons, in the order FindPodVolumes appends them.
 pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
