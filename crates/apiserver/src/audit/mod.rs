@@ -154,6 +154,7 @@ impl Auditor {
 // request body.
 #[derive(Default)]
 struct Captured {
+    level: Option<Level>,
     annotations: Vec<(String, String)>,
     request_body: Option<Bytes>,
 }
@@ -167,6 +168,13 @@ tokio::task_local! {
 /// first value of a key stays.
 pub fn add_annotation(key: impl Into<String>, value: impl Into<String>) {
     let _ = CAPTURE.try_with(|c| c.borrow_mut().annotations.push((key.into(), value.into())));
+}
+
+/// The current request's audit level (None outside an audited request): what
+/// an annotation that belongs to a level checks first, as upstream's mutating
+/// webhook adds `patch.webhook.admission.k8s.io/…` only from level Request on.
+pub fn level() -> Option<Level> {
+    CAPTURE.try_with(|c| c.borrow().level).ok().flatten()
 }
 
 /// Notes the request body for the event (objectRef, requestObject).
@@ -433,10 +441,16 @@ impl<'a> Request<'a> {
             return handler.await;
         };
         let (out, captured) = CAPTURE
-            .scope(RefCell::new(Captured::default()), async {
-                let out = AssertUnwindSafe(handler).catch_unwind().await;
-                (out, CAPTURE.with(|c| c.take()))
-            })
+            .scope(
+                RefCell::new(Captured {
+                    level: Some(ctx.config.level),
+                    ..Default::default()
+                }),
+                async {
+                    let out = AssertUnwindSafe(handler).catch_unwind().await;
+                    (out, CAPTURE.with(|c| c.take()))
+                },
+            )
             .await;
         ctx.request_body = captured.request_body;
         for (k, v) in captured.annotations {

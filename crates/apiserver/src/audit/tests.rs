@@ -88,6 +88,7 @@ async fn a_create_makes_received_and_complete_with_one_id() {
     audit
         .serve(async {
             request_body(&body);
+            assert_eq!(level(), Some(Level::RequestResponse));
             add_annotation(
                 "pod-security.kubernetes.io/enforce-policy",
                 "privileged:latest",
@@ -190,7 +191,12 @@ async fn level_none_and_no_auditor_only_set_the_header() {
         let req = request("GET", "/api/v1/namespaces/default/pods");
         let mut audit = Request::new(auditor, &req, peer());
         audit.authenticated(&quiet, &req).await;
-        audit.serve(async { add_annotation("k", "v") }).await;
+        audit
+            .serve(async {
+                assert_eq!(level(), None);
+                add_annotation("k", "v")
+            })
+            .await;
         let resp = audit.finish(json_response(200, &json!({}))).await;
         assert!(resp.headers().contains_key(HEADER_AUDIT_ID));
     }
