@@ -1,6 +1,7 @@
 //! The fixed documents the patch and apply targets work on: a Pod and a Deployment
 //! with the lists whose merge keys matter (containers by name, ports by containerPort,
 //! env by name, volumes by name, tolerations replaced, finalizers as a set).
+#![allow(dead_code)] // each target uses part of it
 
 use serde_json::{Value, json};
 
@@ -59,4 +60,33 @@ pub fn deployment() -> Value {
             }
         }
     })
+}
+
+/// Value equality, except that two floats within a few ulps count as equal. The
+/// workspace's serde_json is built without `float_roundtrip`, so its float parser may
+/// round a long decimal one ulp off from the correctly rounded value; printing that and
+/// parsing it again can land one ulp away. (Found by json_body: `{"a": 5555…5}` with 34
+/// digits.) Everything else must survive the round trip exactly.
+
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            match (x.as_f64(), y.as_f64()) {
+                (Some(x), Some(y)) => {
+                    x == y || ((x - y).abs() <= 4.0 * f64::EPSILON * x.abs().max(y.abs()))
+                }
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same(vx, vy))
+        }
+        _ => a == b,
+    }
 }
