@@ -172,12 +172,24 @@ impl Request {
     }
 }
 
+/// The webhooks' audit annotations onto the request's audit event; the
+/// patch itself only from level Request on, as upstream's mutating plugin.
+fn audit_annotations(annotations: std::collections::BTreeMap<String, String>) {
+    let with_patch = crate::audit::level() >= Some(crate::audit::policy::Level::Request);
+    for (k, v) in annotations {
+        if with_patch || !k.starts_with(berth_webhook::PATCH_AUDIT_ANNOTATION_PREFIX) {
+            crate::audit::add_annotation(k, v);
+        }
+    }
+}
+
 /// An admission error as the request's Status; the webhooks' warnings go to the
 /// response either way, as upstream's.
 fn finish(out: Result<berth_webhook::Outcome, AdmissionError>) -> ApiResult<()> {
     match out {
         Ok(o) => {
             o.warnings.into_iter().for_each(crate::warnings::push);
+            audit_annotations(o.audit_annotations);
             Ok(())
         }
         Err(e) => {
@@ -186,6 +198,7 @@ fn finish(out: Result<berth_webhook::Outcome, AdmissionError>) -> ApiResult<()> 
                 .iter()
                 .cloned()
                 .for_each(crate::warnings::push);
+            audit_annotations(e.outcome.audit_annotations.clone());
             // Upstream passes a webhook's reason through; the Status here holds
             // upstream's named reasons, and any other is left unset (StatusReasonUnknown).
             let reason: &'static str = match e.reason.as_str() {

@@ -182,15 +182,6 @@ pub fn request_body(body: &Bytes) {
     let _ = CAPTURE.try_with(|c| c.borrow_mut().request_body = Some(body.clone()));
 }
 
-/// Upstream's long-running check: watches and the streaming subresources.
-fn is_long_running(a: &Attributes) -> bool {
-    a.verb == "watch"
-        || matches!(
-            a.subresource.as_str(),
-            "attach" | "exec" | "proxy" | "log" | "portforward"
-        )
-}
-
 /// The request's audit ID: the client's `Audit-ID`, else a new UUID.
 fn audit_id(headers: &HeaderMap) -> HeaderValue {
     if let Some(v) = headers.get(HEADER_AUDIT_ID)
@@ -374,7 +365,7 @@ impl<'a> Request<'a> {
             authenticated: user.cloned().unwrap_or_default(),
             request_content_type: header_string(headers, header::CONTENT_TYPE),
             request_body: None,
-            long_running: is_long_running(&attrs),
+            long_running: crate::inflight::is_long_running(&attrs),
             failed_authentication: user.is_none(),
             sink: auditor.sink.clone(),
         }));

@@ -404,33 +404,3 @@ fn source_ips_table() {
         );
     }
 }
-
-#[test]
-fn long_running_requests() {
-    let a = |verb: &str, sub: &str| Attributes {
-        verb: verb.into(),
-        subresource: sub.into(),
-        resource_request: true,
-        ..Default::default()
-    };
-    let cases = [
-        (a("watch", ""), true),
-        (a("get", "log"), true),
-        (a("create", "exec"), true),
-        (a("create", "attach"), true),
-        (a("create", "portforward"), true),
-        (a("get", "proxy"), true),
-        (a("get", ""), false),
-        (a("list", ""), false),
-        (a("update", "status"), false),
-    ];
-    for (attrs, want) in cases {
-        assert_eq!(
-            is_long_running(&attrs),
-            want,
-            "{} {}",
-            attrs.verb,
-            attrs.subresource
-        );
-    }
-}
