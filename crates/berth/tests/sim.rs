@@ -208,10 +208,20 @@ fn simulated_node_shape_from_flags() {
             "2",
         ],
     );
-    let node = wait_for("sim-node-1", Duration::from_secs(30), || {
-        let out = s.kubectl(&["get", "node", "sim-node-1", "-o", "json"]);
-        serde_json::from_slice::<Value>(&out.stdout).ok()
-    });
+    // TaintNodesByCondition gives a new node `node.kubernetes.io/not-ready`
+    // until the node lifecycle controller sees it Ready: wait for that to go.
+    let node = wait_for(
+        "sim-node-1 Ready and untainted",
+        Duration::from_secs(30),
+        || {
+            let out = s.kubectl(&["get", "node", "sim-node-1", "-o", "json"]);
+            let node = serde_json::from_slice::<Value>(&out.stdout).ok()?;
+            let not_ready = node["spec"]["taints"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["key"] == "node.kubernetes.io/not-ready"));
+            (!not_ready).then_some(node)
+        },
+    );
     assert_eq!(node["status"]["capacity"]["cpu"], "8");
     assert_eq!(node["status"]["capacity"]["memory"], "32Gi");
     assert_eq!(node["status"]["capacity"]["pods"], "110");
