@@ -55,6 +55,9 @@ pub async fn run(args: ImagesArgs) -> Result<()> {
             add_binary,
             tag,
         } => {
+            if output.is_none() {
+                require_containerd(&socket)?;
+            }
             let dir = output
                 .clone()
                 .unwrap_or_else(|| args.data_dir.join("agent").join("images"));
@@ -77,6 +80,7 @@ pub async fn run(args: ImagesArgs) -> Result<()> {
             }
         }
         ImagesCommand::Import { file } => {
+            require_containerd(&socket)?;
             let out = berth_kubelet::images::import(&socket, &file)
                 .await
                 .with_context(|| format!("importing into {}", socket.display()))?;
@@ -84,4 +88,19 @@ pub async fn run(args: ImagesArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fails at once with what to do when nothing listens on `socket`, instead of a
+/// dial timeout after the images are built: Berth's containerd runs only while
+/// `berth server` (or `berth agent`) does.
+fn require_containerd(socket: &std::path::Path) -> Result<()> {
+    match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(_) => Ok(()),
+        Err(e) => anyhow::bail!(
+            "no containerd listening on {} ({e}): start `berth server` or `berth agent` first \
+             (they run Berth's containerd), or pass --address SOCKET, or --output DIR to only \
+             write the archives",
+            socket.display()
+        ),
+    }
 }

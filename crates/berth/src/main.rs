@@ -703,6 +703,8 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: log files stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let mut rt = tokio::runtime::Builder::new_multi_thread();

@@ -1157,6 +1157,21 @@ fn berth_agent_joins_a_server_and_images_import() {
         "{}",
         String::from_utf8_lossy(&imported.stdout)
     );
+    // No containerd behind the socket: a message saying what to start, at once.
+    let started = Instant::now();
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["images", "import", "--address"])
+        .arg(s.data_dir.join("no-such/containerd.sock"))
+        .arg(out_dir.join("busybox.tar"))
+        .output()
+        .expect("berth images import");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(
+        stderr.contains("no containerd listening on") && stderr.contains("start `berth server`"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
     s.k(&["delete", "pods", "--all", "--wait=true", "--timeout=60s"]);
     drop(agent);
 }
