@@ -94,12 +94,11 @@ pub fn check_node_affinity(
     else {
         return Ok(());
     };
-    // PV node affinity uses labels only (matchFields is not allowed on PVs).
-    let name = node_labels
-        .get("kubernetes.io/hostname")
-        .map(String::as_str)
-        .unwrap_or_default();
-    if crate::nodeselector::selector_matches(required, node_labels, name) {
+    // Upstream's CheckNodeAffinity matches the terms against a Node that
+    // carries only the labels, so a `matchFields` `metadata.name` term sees an
+    // empty name (`In` never matches, `NotIn` always does); it must not be
+    // read from the `kubernetes.io/hostname` label.
+    if crate::nodeselector::selector_matches(required, node_labels, "") {
         Ok(())
     } else {
         Err("no matching NodeSelectorTerms".into())

@@ -228,6 +228,26 @@ fn node_affinity_of_volumes() {
     );
 }
 
+/// `matchFields` on `metadata.name` is matched as upstream's
+/// CheckNodeAffinity does: against a node holding only labels (empty name),
+/// never against the `kubernetes.io/hostname` label.
+#[test]
+fn node_affinity_match_fields_use_no_hostname_label() {
+    let n1 = BTreeMap::from([("kubernetes.io/hostname".to_string(), "n1".to_string())]);
+    let field = |op: &str| {
+        pv(
+            "f",
+            "1Gi",
+            json!({"nodeAffinity": {"required": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": op, "values": ["n1"]}]}]}}}),
+        )
+    };
+    let rows: [(&str, bool); 2] = [("In", false), ("NotIn", true)];
+    for (op, fits) in rows {
+        assert_eq!(check_node_affinity(&field(op), &n1).is_ok(), fits, "{op}");
+    }
+}
+
 #[test]
 fn fewer_access_modes_are_preferred_then_size() {
     let c = claim(json!({}));
