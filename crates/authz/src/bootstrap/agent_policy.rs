@@ -18,6 +18,14 @@ pub const KUBE_PROXY_USER: &str = "system:kube-proxy";
 /// The user Berth's ingress controller runs as on a joined node, and its role.
 pub const INGRESS_USER: &str = "system:berth-ingress";
 pub const INGRESS_ROLE: &str = "system:berth-ingress";
+/// The role of Berth's NetworkPolicy controller (`crates/netpol`), which runs
+/// as [`KUBE_PROXY_USER`] on a joined node (k3s's agent runs kube-router's
+/// policy controller under its one agent identity).
+pub const NETWORK_POLICY_ROLE: &str = "system:berth-network-policy";
+/// The role of the local-path provisioner each node agent runs for its own
+/// node (`crates/kubelet/src/localpath`), bound to every node; NodeRestriction
+/// narrows the PVs a node creates or deletes to those pinned to itself.
+pub const LOCAL_PATH_ROLE: &str = "system:berth-local-path-provisioner";
 
 const NODE_BOOTSTRAPPER: &str = "system:node-bootstrapper";
 const NODE_CLIENT: &str = "system:certificates.k8s.io:certificatesigningrequests:nodeclient";
@@ -54,8 +62,50 @@ fn ingress_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     ]
 }
 
+/// What the policy controller watches: every node's pods (peers live
+/// anywhere), namespaces (namespaceSelector) and the policies; it writes
+/// nothing.
+fn network_policy_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        rule(READ)
+            .groups(&[LEGACY])
+            .resources(&["pods", "namespaces"])
+            .build(),
+        rule(READ)
+            .groups(&[NETWORKING])
+            .resources(&["networkpolicies"])
+            .build(),
+    ]
+}
+
+/// What the local-path provisioner needs beyond `system:node`: it watches
+/// every claim (a claim names its node only in the selected-node annotation),
+/// volume and class, creates and deletes the volumes of its node, and records
+/// Provisioning events on claims.
+fn local_path_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        rule(READ)
+            .groups(&[LEGACY])
+            .resources(&["persistentvolumeclaims", "persistentvolumes"])
+            .build(),
+        rule(&["create", "delete"])
+            .groups(&[LEGACY])
+            .resources(&["persistentvolumes"])
+            .build(),
+        rule(READ)
+            .groups(&[STORAGE])
+            .resources(&["storageclasses"])
+            .build(),
+        events_rule(),
+    ]
+}
+
 pub(super) fn cluster_roles() -> Vec<ClusterRole> {
-    vec![cluster_role(INGRESS_ROLE, ingress_rules())]
+    vec![
+        cluster_role(INGRESS_ROLE, ingress_rules()),
+        cluster_role(NETWORK_POLICY_ROLE, network_policy_rules()),
+        cluster_role(LOCAL_PATH_ROLE, local_path_rules()),
+    ]
 }
 
 /// A binding named `name` (kubeadm's bindings are not named after their role).
@@ -99,6 +149,8 @@ pub(super) fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
             vec![group(NODES_GROUP)],
         ),
         cluster_binding(INGRESS_ROLE, vec![user(INGRESS_USER)]),
+        cluster_binding(NETWORK_POLICY_ROLE, vec![user(KUBE_PROXY_USER)]),
+        cluster_binding(LOCAL_PATH_ROLE, vec![group(NODES_GROUP)]),
     ]
 }
 
@@ -219,6 +271,41 @@ mod tests {
             (&proxy, "watch", "", "services", true),
             (&proxy, "list", "discovery.k8s.io", "endpointslices", true),
             (&proxy, "list", "", "secrets", false),
+            (&proxy, "watch", "", "pods", true),
+            (&proxy, "list", "", "namespaces", true),
+            (&proxy, "list", "networking.k8s.io", "networkpolicies", true),
+            (
+                &proxy,
+                "watch",
+                "networking.k8s.io",
+                "networkpolicies",
+                true,
+            ),
+            (
+                &proxy,
+                "create",
+                "networking.k8s.io",
+                "networkpolicies",
+                false,
+            ),
+            (&proxy, "delete", "", "pods", false),
+            (&node, "watch", "", "persistentvolumeclaims", true),
+            (&node, "list", "", "persistentvolumes", true),
+            (&node, "create", "", "persistentvolumes", true),
+            (&node, "delete", "", "persistentvolumes", true),
+            (&node, "watch", "storage.k8s.io", "storageclasses", true),
+            (&node, "create", "", "events", true),
+            (&node, "update", "", "persistentvolumes", false),
+            (&node, "delete", "", "persistentvolumeclaims", false),
+            (&node, "create", "storage.k8s.io", "storageclasses", false),
+            (&proxy, "create", "", "persistentvolumes", false),
+            (
+                &ingress,
+                "list",
+                "networking.k8s.io",
+                "networkpolicies",
+                false,
+            ),
         ];
         for (user, verb, group, resource, allowed) in cases {
             let want = if allowed {
