@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod backoff;
 pub mod cgroups;
+pub mod cm;
 pub mod cni;
 pub mod cri;
 pub mod envvars;

@@ -350,6 +350,9 @@ pub fn container_config(
         seccomp: sec.seccomp,
         apparmor: sec.apparmor,
         target_container_id: None,
+        // Filled by the device manager at container start.
+        devices: Vec::new(),
+        cdi_devices: Vec::new(),
     })
 }
 

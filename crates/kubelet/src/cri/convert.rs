@@ -194,6 +194,20 @@ pub(super) fn container_config(
                 ..Default::default()
             })
             .collect(),
+        devices: c
+            .devices
+            .iter()
+            .map(|d| cri::Device {
+                container_path: d.container_path.clone(),
+                host_path: d.host_path.clone(),
+                permissions: d.permissions.clone(),
+            })
+            .collect(),
+        cdi_devices: c
+            .cdi_devices
+            .iter()
+            .map(|name| cri::CdiDevice { name: name.clone() })
+            .collect(),
         labels: map(&c.labels),
         annotations: map(&c.annotations),
         log_path: c.log_path.clone(),

@@ -151,6 +151,16 @@ pub struct Mount {
     pub readonly: bool,
 }
 
+/// A host device node made available in a container (a device plugin's
+/// DeviceSpec; CRI's Device).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceNode {
+    pub container_path: String,
+    pub host_path: String,
+    /// cgroup permissions: any of r, w, m.
+    pub permissions: String,
+}
+
 /// Linux resources for a container (cgroup settings the runtime applies).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinuxResources {
@@ -212,6 +222,10 @@ pub struct ContainerConfig {
     pub apparmor: Option<SecurityProfile>,
     /// Share the PID namespace of this container (ephemeral containers' target).
     pub target_container_id: Option<String>,
+    /// Device nodes from device plugins.
+    pub devices: Vec<DeviceNode>,
+    /// Fully qualified CDI device names from device plugins.
+    pub cdi_devices: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,466 @@
+//! The Device Manager (upstream's `pkg/kubelet/cm/devicemanager`): device plugins
+//! register on `<data-dir>/agent/device-plugins/kubelet.sock`, the agent dials
+//! each back on its socket, follows `ListAndWatch` (devices and their health →
+//! the Node's capacity and allocatable of the extended resource), allocates
+//! devices to containers at pod admission (`GetPreferredAllocation` when offered,
+//! then `Allocate`), calls `PreStartContainer` when the plugin asks for it, and
+//! applies the plugin's envs, mounts, device nodes, annotations and CDI devices
+//! to the container's CRI config. Allocations are checkpointed in
+//! `kubelet_internal_checkpoint`, so an agent restart keeps them; plugins
+//! re-register when they see `kubelet.sock` re-created.
+
+pub mod endpoint;
+pub mod pod_devices;
+pub mod registration;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_api::quantity::{Format, Quantity};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use tracing::{info, warn};
+
+use crate::node::Resources;
+use crate::runtime::ContainerConfig;
+use pod_devices::{Allocation, PodDevices};
+
+/// The device plugin API v1beta1 (`v1beta1`).
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("v1beta1");
+}
+
+/// The agent's socket name in the device-plugins directory.
+pub const KUBELET_SOCKET: &str = "kubelet.sock";
+/// A device's health values in ListAndWatch.
+pub const HEALTHY: &str = "Healthy";
+pub const UNHEALTHY: &str = "Unhealthy";
+/// How long a stopped plugin's resource stays in the Node's capacity (with no
+/// allocatable devices) before it is removed: upstream's endpointStopGracePeriod.
+pub const ENDPOINT_STOP_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// The admission failure of an Allocate error (upstream's
+/// `UnexpectedAdmissionError`).
+pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
+
+/// The device-plugins directory under the agent's directory.
+pub fn plugins_dir(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("device-plugins")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceManagerError {
+    #[error("device manager: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("device manager checkpoint: {0}")]
+    Checkpoint(String),
+}
+
+/// One registered resource.
+#[derive(Debug, Default)]
+struct ResourceState {
+    devices: BTreeMap<String, pb::Device>,
+    options: pb::DevicePluginOptions,
+    /// The plugin's socket; None for a resource known only from the checkpoint.
+    socket: Option<PathBuf>,
+    /// When the plugin's stream ended (None while it is connected).
+    stopped_at: Option<Instant>,
+    /// Bumped at each registration, so a replaced connection's stream ending
+    /// does not mark the new one stopped.
+    generation: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    resources: BTreeMap<String, ResourceState>,
+    pod_devices: PodDevices,
+}
+
+/// The Device Manager of one node agent.
+pub struct DeviceManager {
+    dir: PathBuf,
+    state: Mutex<State>,
+    /// Admissions one at a time, so two pods never pick the same device.
+    admit_lock: tokio::sync::Mutex<()>,
+    call_timeout: Duration,
+}
+
+impl DeviceManager {
+    /// Loads the checkpoint of `dir` (the device-plugins directory) and serves
+    /// the Registration service on its `kubelet.sock`.
+    pub async fn start(dir: PathBuf) -> Result<Arc<DeviceManager>, DeviceManagerError> {
+        std::fs::create_dir_all(&dir)?;
+        let mut state = State::default();
+        if let Some(cp) =
+            pod_devices::read_checkpoint(&dir).map_err(DeviceManagerError::Checkpoint)?
+        {
+            state.pod_devices =
+                PodDevices::from_checkpoint(&cp).map_err(DeviceManagerError::Checkpoint)?;
+            // Registered devices come back unhealthy until their plugin
+            // re-registers, as upstream's readCheckpoint does.
+            for (resource, ids) in cp.data.registered_devices {
+                let r = state.resources.entry(resource).or_default();
+                r.stopped_at = Some(Instant::now());
+                for id in ids {
+                    r.devices.insert(
+                        id.clone(),
+                        pb::Device {
+                            id,
+                            health: UNHEALTHY.into(),
+                            topology: None,
+                        },
+                    );
+                }
+            }
+        }
+        let dm = Arc::new(DeviceManager {
+            dir,
+            state: Mutex::new(state),
+            admit_lock: tokio::sync::Mutex::new(()),
+            call_timeout: Duration::from_secs(10),
+        });
+        endpoint::serve_registration(dm.clone()).await?;
+        Ok(dm)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A plugin registered (already validated): remember it, replacing an
+    /// earlier registration of the same resource; returns its generation.
+    fn registered(&self, resource: &str, socket: PathBuf, options: pb::DevicePluginOptions) -> u64 {
+        let mut st = self.lock();
+        let r = st.resources.entry(resource.to_string()).or_default();
+        r.generation += 1;
+        r.socket = Some(socket);
+        r.options = options;
+        r.stopped_at = None;
+        r.generation
+    }
+
+    /// A ListAndWatch answer: the resource's full device list.
+    fn update_devices(&self, resource: &str, generation: u64, devices: Vec<pb::Device>) {
+        {
+            let mut st = self.lock();
+            let Some(r) = st.resources.get_mut(resource) else {
+                return;
+            };
+            if r.generation != generation {
+                return;
+            }
+            r.devices = devices.into_iter().map(|d| (d.id.clone(), d)).collect();
+        }
+        self.checkpoint();
+    }
+
+    /// The plugin's stream ended: its devices go unhealthy at once, the
+    /// resource leaves capacity after the grace period.
+    fn stopped(&self, resource: &str, generation: u64) {
+        let mut st = self.lock();
+        if let Some(r) = st.resources.get_mut(resource)
+            && r.generation == generation
+        {
+            r.stopped_at = Some(Instant::now());
+            for d in r.devices.values_mut() {
+                d.health = UNHEALTHY.into();
+            }
+        }
+    }
+
+    /// The extended resources' capacity (every device) and allocatable (the
+    /// healthy ones). A resource whose plugin stopped more than the grace period
+    /// ago is reported as 0 once, then dropped.
+    pub fn capacity(&self) -> (Resources, Resources) {
+        let mut st = self.lock();
+        let mut cap = Resources::new();
+        let mut alloc = Resources::new();
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        for (name, r) in &st.resources {
+            let gone = r
+                .stopped_at
+                .is_some_and(|t| now.duration_since(t) >= ENDPOINT_STOP_GRACE_PERIOD);
+            let (c, a) = if gone {
+                expired.push(name.clone());
+                (0, 0)
+            } else {
+                let healthy = r.devices.values().filter(|d| d.health == HEALTHY).count();
+                (r.devices.len(), healthy)
+            };
+            cap.insert(
+                name.clone(),
+                Quantity::from_value(c as i64, Format::DecimalSI),
+            );
+            alloc.insert(
+                name.clone(),
+                Quantity::from_value(a as i64, Format::DecimalSI),
+            );
+        }
+        for name in expired {
+            st.resources.remove(&name);
+        }
+        (cap, alloc)
+    }
+
+    fn healthy(&self, resource: &str) -> Option<BTreeSet<String>> {
+        self.lock().resources.get(resource).map(|r| {
+            r.devices
+                .values()
+                .filter(|d| d.health == HEALTHY)
+                .map(|d| d.id.clone())
+                .collect()
+        })
+    }
+
+    fn is_device_resource(&self, resource: &str) -> bool {
+        self.lock().resources.contains_key(resource)
+    }
+
+    /// Admits a pod: every container's device requests are allocated (kept if
+    /// already allocated, as after an agent restart). A pod asking for more
+    /// devices than are allocatable fails as upstream's predicate admission
+    /// (`OutOf<resource>`); a failed allocation as `UnexpectedAdmissionError`.
+    /// Returns (reason, message) of a rejection.
+    pub async fn admit(&self, pod: &Pod) -> Option<(String, String)> {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let spec = pod.spec.as_ref()?;
+        let containers: Vec<&Container> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter())
+            .collect();
+        let _guard = self.admit_lock.lock().await;
+        let (_, allocatable) = self.capacity();
+        // Predicate admission first: the pod's total against allocatable minus
+        // what other pods hold (upstream's GeneralPredicates over extended resources).
+        let mut totals: BTreeMap<String, i64> = BTreeMap::new();
+        for c in &containers {
+            for (r, n) in device_requests(c) {
+                if self.is_device_resource(&r) {
+                    *totals.entry(r).or_default() += n;
+                }
+            }
+        }
+        for (r, requested) in &totals {
+            let (used, held) = {
+                let st = self.lock();
+                let held = st.pod_devices.pod_in_use(&uid, r).len() as i64;
+                (st.pod_devices.in_use(r).len() as i64 - held, held)
+            };
+            let capacity = allocatable.get(r).map(Quantity::value).unwrap_or(0);
+            if held < *requested && used + requested > capacity {
+                return Some((
+                    format!("OutOf{r}"),
+                    format!(
+                        "Node didn't have enough resource: {r}, requested: {requested}, used: {used}, capacity: {capacity}"
+                    ),
+                ));
+            }
+        }
+        for c in &containers {
+            for (r, n) in device_requests(c) {
+                if !self.is_device_resource(&r) {
+                    continue;
+                }
+                if let Err(e) = self.allocate(&uid, &c.name, &r, n as usize).await {
+                    return Some((
+                        UNEXPECTED_ADMISSION_ERROR.into(),
+                        format!("Allocate failed due to {e}, which is unexpected"),
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Allocates `needed` devices of `resource` to one container.
+    async fn allocate(
+        &self,
+        uid: &str,
+        container: &str,
+        resource: &str,
+        needed: usize,
+    ) -> Result<(), String> {
+        if let Some(a) = self.lock().pod_devices.get(uid, container, resource)
+            && a.device_ids.len() == needed
+        {
+            return Ok(());
+        }
+        let healthy = self.healthy(resource).unwrap_or_default();
+        let in_use = self.lock().pod_devices.in_use(resource);
+        let mut ids = pod_devices::pick(resource, needed, &healthy, &in_use)?;
+        let (socket, options) = {
+            let st = self.lock();
+            let r = st.resources.get(resource);
+            (
+                r.and_then(|r| r.socket.clone())
+                    .filter(|_| r.is_some_and(|r| r.stopped_at.is_none())),
+                r.map(|r| r.options).unwrap_or_default(),
+            )
+        };
+        let socket = socket.ok_or_else(|| {
+            format!("no healthy devices present; cannot allocate unhealthy devices {resource}")
+        })?;
+        let plugin = endpoint::PluginClient::connect(socket, self.call_timeout)?;
+        if options.get_preferred_allocation_available {
+            let available: Vec<String> = healthy.difference(&in_use).cloned().collect();
+            match plugin.preferred(available.clone(), needed).await {
+                Ok(pref) => {
+                    let valid = pref.len() == needed
+                        && pref.iter().all(|d| available.contains(d))
+                        && pref.iter().collect::<BTreeSet<_>>().len() == needed;
+                    if valid {
+                        ids = pref;
+                    } else {
+                        warn!(%resource, ?pref, "ignoring an invalid preferred allocation");
+                    }
+                }
+                Err(e) => warn!(%resource, error = %e, "GetPreferredAllocation failed"),
+            }
+        }
+        let response = plugin.allocate(ids.clone()).await?;
+        info!(pod = uid, container, %resource, devices = ?ids, "devices allocated");
+        self.lock().pod_devices.insert(
+            uid,
+            container,
+            resource,
+            Allocation {
+                device_ids: ids,
+                response,
+            },
+        );
+        self.checkpoint();
+        Ok(())
+    }
+
+    /// Before a container starts: `PreStartContainer` for the plugins that ask
+    /// for it, then the allocations applied to the container's config.
+    pub async fn prepare_container(
+        &self,
+        uid: &str,
+        container: &str,
+        cfg: &mut ContainerConfig,
+    ) -> Result<(), String> {
+        let allocs: Vec<(String, Allocation, Option<PathBuf>, bool)> = {
+            let st = self.lock();
+            st.pod_devices
+                .container(uid, container)
+                .into_iter()
+                .map(|(r, a)| {
+                    let res = st.resources.get(r);
+                    (
+                        r.to_string(),
+                        a.clone(),
+                        res.and_then(|x| x.socket.clone()),
+                        res.is_some_and(|x| x.options.pre_start_required),
+                    )
+                })
+                .collect()
+        };
+        for (resource, a, socket, pre_start) in allocs {
+            if pre_start {
+                let socket = socket
+                    .ok_or_else(|| format!("device plugin of {resource} is not registered"))?;
+                endpoint::PluginClient::connect(socket, self.call_timeout)?
+                    .pre_start(a.device_ids.clone())
+                    .await?;
+            }
+            apply_response(cfg, &a.response);
+        }
+        Ok(())
+    }
+
+    /// Frees a pod's devices (it terminated or was removed).
+    pub fn remove_pod(&self, uid: &str) {
+        if self.lock().pod_devices.remove_pod(uid) {
+            self.checkpoint();
+        }
+    }
+
+    /// The devices a container holds, per resource.
+    pub fn container_devices(&self, uid: &str, container: &str) -> BTreeMap<String, Vec<String>> {
+        self.lock()
+            .pod_devices
+            .container(uid, container)
+            .into_iter()
+            .map(|(r, a)| (r.to_string(), a.device_ids.clone()))
+            .collect()
+    }
+
+    fn checkpoint(&self) {
+        let cp = {
+            let st = self.lock();
+            let registered = st
+                .resources
+                .iter()
+                .map(|(r, s)| (r.clone(), s.devices.keys().cloned().collect()))
+                .collect();
+            st.pod_devices.to_checkpoint(&registered)
+        };
+        if let Err(e) = pod_devices::write_checkpoint(&self.dir, &cp) {
+            warn!(error = %e, "writing the device manager checkpoint");
+        }
+    }
+}
+
+/// A container's requests of extended resources: limits (which extended
+/// resources must set; requests equal them), else requests.
+pub fn device_requests(c: &Container) -> Vec<(String, i64)> {
+    let Some(res) = &c.resources else {
+        return Vec::new();
+    };
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for map in [&res.requests, &res.limits].into_iter().flatten() {
+        for (k, v) in map {
+            if !berth_api::quota::is_extended_resource(k) {
+                continue;
+            }
+            if let Ok(q) = Quantity::parse(&v.0) {
+                out.insert(k.clone(), q.value());
+            }
+        }
+    }
+    out.into_iter().filter(|(_, n)| *n > 0).collect()
+}
+
+/// Applies a plugin's Allocate answer to a container (upstream's
+/// `GetDeviceRunContainerOptions`): envs, mounts, device nodes, annotations and
+/// CDI device names.
+pub fn apply_response(cfg: &mut ContainerConfig, r: &pb::ContainerAllocateResponse) {
+    for (k, v) in &r.envs {
+        cfg.envs.retain(|(name, _)| name != k);
+        cfg.envs.push((k.clone(), v.clone()));
+    }
+    for m in &r.mounts {
+        cfg.mounts.retain(|x| x.container_path != m.container_path);
+        cfg.mounts.push(crate::runtime::Mount {
+            container_path: m.container_path.clone(),
+            host_path: m.host_path.clone(),
+            readonly: m.read_only,
+        });
+    }
+    for d in &r.devices {
+        cfg.devices.push(crate::runtime::DeviceNode {
+            container_path: d.container_path.clone(),
+            host_path: d.host_path.clone(),
+            permissions: if d.permissions.is_empty() {
+                "rwm".into()
+            } else {
+                d.permissions.clone()
+            },
+        });
+    }
+    for (k, v) in &r.annotations {
+        cfg.annotations.insert(k.clone(), v.clone());
+    }
+    for c in &r.cdi_devices {
+        cfg.cdi_devices.push(c.name.clone());
+    }
+}

@@ -1,0 +1,3 @@
+//! The container manager's resource managers (upstream's `pkg/kubelet/cm`).
+
+pub mod devicemanager;
