@@ -202,7 +202,15 @@ impl Agent {
         crate::node::register(&client, &ncfg, &monitor.health()).await?;
         set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
         let allocatable = crate::node::allocatable(&ncfg);
-        let node_agent = NodeAgent::new(client.clone(), ncfg);
+        let devices = crate::cm::devicemanager::DeviceManager::start(
+            crate::cm::devicemanager::plugins_dir(&cfg.dir),
+        )
+        .await
+        .map_err(|e| Error::Runtime(e.to_string()))?;
+        let node_agent = NodeAgent::new(client.clone(), ncfg).with_extended_resources({
+            let devices = devices.clone();
+            Arc::new(move || devices.capacity())
+        });
         let mut tasks = vec![
             tokio::spawn(health::run(monitor.clone(), runtime.clone())),
             tokio::spawn({
@@ -271,6 +279,7 @@ impl Agent {
             cgroups,
             evictions: Arc::new(crate::eviction::Evictions::default()),
             admission,
+            devices,
         });
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),

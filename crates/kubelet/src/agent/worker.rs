@@ -63,6 +63,8 @@ pub struct Shared {
     /// The sysctl and AppArmor admission (`--allowed-unsafe-sysctls`, the
     /// host's AppArmor).
     pub admission: super::security::Admission,
+    /// The Device Manager (device plugins' extended resources).
+    pub devices: Arc<crate::cm::devicemanager::DeviceManager>,
 }
 
 /// The agent's pod statuses by uid (upstream's status manager cache).
@@ -282,6 +284,7 @@ impl Worker {
     }
 
     fn forget(&self) {
+        self.shared.devices.remove_pod(&self.uid);
         self.shared.statuses.remove(&self.uid);
         self.shared.tokens.delete_service_account_token(&self.uid);
         self.shared
@@ -591,9 +594,13 @@ impl Worker {
                 self.terminal = true;
                 self.stop_sandboxes().await;
             }
+            self.shared.devices.remove_pod(&self.uid);
             return;
         }
-        if self.eviction_hook(pod).await || self.security_admission(pod).await {
+        if self.eviction_hook(pod).await
+            || self.security_admission(pod).await
+            || self.device_admission(pod).await
+        {
             return;
         }
         match active_deadline_left(
@@ -903,6 +910,15 @@ impl Worker {
             }
         };
         if let Err(e) = self.apply_image_user(pod, c, &mut cfg).await {
+            self.config_error(&cref, c, &e);
+            return;
+        }
+        if let Err(e) = self
+            .shared
+            .devices
+            .prepare_container(&self.uid, &c.name, &mut cfg)
+            .await
+        {
             self.config_error(&cref, c, &e);
             return;
         }

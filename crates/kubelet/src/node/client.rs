@@ -68,11 +68,27 @@ pub async fn patch_status(client: &Client, name: &str, status: &NodeStatus) -> R
 pub struct NodeAgent {
     client: Client,
     cfg: NodeConfig,
+    extended: Option<ExtendedResources>,
 }
+
+/// The device plugins' resources as (capacity, allocatable), asked at each
+/// status update.
+pub type ExtendedResources =
+    std::sync::Arc<dyn Fn() -> (super::Resources, super::Resources) + Send + Sync>;
 
 impl NodeAgent {
     pub fn new(client: Client, cfg: NodeConfig) -> Self {
-        NodeAgent { client, cfg }
+        NodeAgent {
+            client,
+            cfg,
+            extended: None,
+        }
+    }
+
+    /// Adds extended resources (the Device Manager's) to each status update.
+    pub fn with_extended_resources(mut self, f: ExtendedResources) -> Self {
+        self.extended = Some(f);
+        self
     }
 
     /// Runs until the task is dropped; `health` is polled every status period.
@@ -93,7 +109,11 @@ impl NodeAgent {
                 }
                 _ = status_tick.tick() => {
                     let prev = last.conditions.clone().unwrap_or_default();
-                    let next = node_status(&self.cfg, &health(), &prev, Timestamp::now());
+                    let mut next = node_status(&self.cfg, &health(), &prev, Timestamp::now());
+                    if let Some(f) = &self.extended {
+                        let (cap, alloc) = f();
+                        super::merge_extended(&mut next, &cap, &alloc);
+                    }
                     if status_changed(&last, &next) || last_report.elapsed() >= NODE_STATUS_REPORT_FREQUENCY {
                         match patch_status(&self.client, &self.cfg.name, &next).await {
                             Ok(n) => {

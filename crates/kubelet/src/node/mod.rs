@@ -381,6 +381,20 @@ pub fn node_status(
     }
 }
 
+/// Adds extended resources to a status's capacity and allocatable (a value of
+/// 0 reports a resource whose plugin is gone, as upstream does before dropping it).
+pub fn merge_extended(status: &mut NodeStatus, capacity: &Resources, allocatable: &Resources) {
+    for (target, src) in [
+        (&mut status.capacity, capacity),
+        (&mut status.allocatable, allocatable),
+    ] {
+        let map = target.get_or_insert_with(BTreeMap::new);
+        for (k, v) in src {
+            map.insert(k.clone(), K8sQuantity(v.canonical()));
+        }
+    }
+}
+
 /// The Node object a kubelet creates when it registers.
 pub fn node_object(cfg: &NodeConfig, health: &NodeHealth, now: Timestamp) -> Node {
     Node {

@@ -32,6 +32,27 @@ impl Worker {
         true
     }
 
+    /// The Device Manager's admission: devices allocated, or the pod fails
+    /// (`OutOf<resource>`, `UnexpectedAdmissionError`) as upstream's kubelet
+    /// rejects it.
+    pub(super) async fn device_admission(&mut self, pod: &Pod) -> bool {
+        let Some((reason, msg)) = self.shared.devices.admit(pod).await else {
+            return false;
+        };
+        self.shared
+            .recorder
+            .event(&pod_ref(pod), EventType::Warning, &reason, msg.clone());
+        let st = k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some(reason),
+            message: Some(format!("Pod was rejected: {msg}")),
+            qos_class: pod.status.as_ref().and_then(|s| s.qos_class.clone()),
+            ..Default::default()
+        };
+        self.post_terminal(pod, st).await;
+        true
+    }
+
     /// Why the sandbox cannot be created as the pod asks (reported as
     /// FailedCreatePodSandBox), None when it can.
     pub(super) fn sandbox_security_error(&self, pod: &Pod) -> Option<String> {
