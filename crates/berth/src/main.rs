@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
 mod cgroups;
+mod device_plugin;
 mod dns;
 mod eviction;
 mod footprint;
@@ -53,6 +54,8 @@ enum Command {
     CsiHostpath(Box<berth_csi::hostpath::Config>),
     /// Encryption at rest of Secrets (status, rotate-keys, reencrypt), in the spirit of k3s's.
     SecretsEncrypt(secrets_encrypt::SecretsEncryptArgs),
+    /// Device plugins (API v1beta1) for this node's agent: sample (fake devices), nvidia.
+    DevicePlugin(device_plugin::DevicePluginArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -720,6 +723,7 @@ fn main() -> Result<()> {
         Command::Images(args) => rt.block_on(images::run(args)),
         Command::Token(args) => rt.block_on(token::run(args)),
         Command::SecretsEncrypt(args) => rt.block_on(secrets_encrypt::run(args)),
+        Command::DevicePlugin(args) => rt.block_on(device_plugin::run(args)),
         Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),
     }
 }

@@ -10,6 +10,7 @@
 //! re-register when they see `kubelet.sock` re-created.
 
 pub mod endpoint;
+pub mod plugin;
 pub mod pod_devices;
 pub mod registration;
 
