@@ -1,8 +1,9 @@
 //! NodeRestriction: a node agent (`system:node:<name>`) may only change
 //! itself and what is bound to it: its own Node (never the
 //! `node-restriction.kubernetes.io/` labels, nor taints once registered), its
-//! own Lease, the status of pods bound to it, mirror pods, and evictions of
-//! pods bound to it. Token requests
+//! own Lease, the status of pods bound to it, mirror pods, evictions of
+//! pods bound to it, and (Berth's local-path provisioner) PersistentVolumes
+//! pinned to it by node affinity. Token requests
 //! by nodes are narrowed in `tokens.rs` (bound to a pod on that node).
 
 use async_trait::async_trait;
@@ -37,6 +38,7 @@ impl Plugin for NodeRestriction {
             ("", "Pod") if a.subresource == Some("eviction") => pod_eviction(rest, a, node).await,
             ("", "Pod") => pod(a, node, obj),
             ("", "Node") => node_object(a, node, obj),
+            ("", "PersistentVolume") => persistent_volume(a, node, obj),
             ("coordination.k8s.io", "Lease") => {
                 if a.namespace != Some("kube-node-lease") || a.name != node {
                     return Err(forbidden(
@@ -125,6 +127,53 @@ async fn pod_eviction(rest: &Rest, a: &Attributes<'_>, node: &str) -> ApiResult<
     Ok(())
 }
 
+/// The volume's required node affinity names only `node`: every term holds
+/// `kubernetes.io/hostname In [node]` (a term without it would let the volume
+/// be used on other nodes).
+fn pinned_to(pv: Option<&Value>, node: &str) -> bool {
+    let terms = pv
+        .and_then(|v| v.pointer("/spec/nodeAffinity/required/nodeSelectorTerms"))
+        .and_then(Value::as_array);
+    let pins = |t: &Value| {
+        t.get("matchExpressions")
+            .and_then(Value::as_array)
+            .is_some_and(|es| {
+                es.iter().any(|e| {
+                    e.get("key").and_then(Value::as_str) == Some("kubernetes.io/hostname")
+                        && e.get("operator").and_then(Value::as_str) == Some("In")
+                        && e.get("values").and_then(Value::as_array).is_some_and(|vs| {
+                            !vs.is_empty() && vs.iter().all(|v| v.as_str() == Some(node))
+                        })
+                })
+            })
+    };
+    terms.is_some_and(|ts| !ts.is_empty() && ts.iter().all(pins))
+}
+
+/// A node's local-path provisioner creates and deletes only the volumes of
+/// its own node; it has no other business with PersistentVolumes.
+fn persistent_volume(a: &Attributes<'_>, node: &str, obj: Option<&Value>) -> ApiResult<()> {
+    let (pv, verb) = match a.operation {
+        Operation::Create => (obj, "create"),
+        Operation::Delete => (a.old, "delete"),
+        _ => {
+            return Err(forbidden(
+                a,
+                format!("node \"{node}\" can only create and delete persistentvolumes"),
+            ));
+        }
+    };
+    if !pinned_to(pv, node) {
+        return Err(forbidden(
+            a,
+            format!(
+                "node \"{node}\" can only {verb} persistentvolumes whose node affinity requires kubernetes.io/hostname in [{node}]"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn labels(obj: Option<&Value>) -> Map<String, Value> {
     obj.and_then(|o| o.pointer("/metadata/labels"))
         .and_then(Value::as_object)
@@ -172,4 +221,43 @@ fn node_object(a: &Attributes<'_>, node: &str, obj: Option<&Value>) -> ApiResult
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::pinned_to;
+
+    fn pv(terms: Value) -> Value {
+        json!({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": terms}}}})
+    }
+
+    fn host(op: &str, values: &[&str]) -> Value {
+        json!({"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": op, "values": values}]})
+    }
+
+    /// (volume, pinned to n1).
+    #[test]
+    fn volumes_a_node_may_create_or_delete() {
+        let rows = [
+            (pv(json!([host("In", &["n1"])])), true),
+            (pv(json!([host("In", &["n2"])])), false),
+            (pv(json!([host("In", &["n1", "n2"])])), false),
+            (pv(json!([host("NotIn", &["n2"])])), false),
+            (pv(json!([host("In", &[])])), false),
+            // Every term must pin: one loose term lets other nodes use it.
+            (
+                pv(json!([host("In", &["n1"]), {"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["a"]}]}])),
+                false,
+            ),
+            (pv(json!([])), false),
+            (json!({"spec": {"hostPath": {"path": "/"}}}), false),
+        ];
+        for (i, (v, want)) in rows.into_iter().enumerate() {
+            assert_eq!(pinned_to(Some(&v), "n1"), want, "row {i}: {v}");
+        }
+        assert!(!pinned_to(None, "n1"));
+    }
 }
