@@ -22,6 +22,7 @@ pub mod provider;
 pub mod scope;
 
 pub use bitmask::BitMask;
+pub use cpuset::CpuSet;
 pub use hint::TopologyHint;
 pub use merge::NumaInfo;
 pub use policy::{Policy, PolicyError, PolicyOptions, new_policy};
