@@ -58,8 +58,10 @@ pub async fn run(args: DevicePluginArgs) -> Result<()> {
     match args.command {
         PluginCommand::Sample(a) => {
             let dir = plugins_dir(&a.common.data_dir.join("agent"));
+            // One socket per resource, so plugins of different names coexist.
+            let endpoint = format!("berth-{}.sock", a.resource_name.replace('/', "_"));
             let source = Sample::new(&dir, a.devices, a.resource_name)?;
-            plugin::run(dir, "berth-sample.sock".into(), source)
+            plugin::run(dir, endpoint, source)
                 .await
                 .map_err(anyhow::Error::msg)
         }
