@@ -187,24 +187,34 @@ impl HintMerger<'_> {
         if let Some(best) = self.best_preferred(default) {
             return TopologyHint::new(best, true);
         }
-        let candidates = self.non_preferred_candidates(default);
-        if candidates.is_empty() {
-            return TopologyHint::new(default, false);
-        }
+        // The last provider's ANDs go straight into the selection: the
+        // widest step needs no set of its own.
         let target = max_of_min_affinity_counts(self.hints);
-        let at_target = self.fittest(candidates.iter().copied().filter(|m| m.count() == target));
-        let best = at_target
-            .or_else(|| {
-                let below = candidates
-                    .iter()
-                    .map(|m| m.count())
-                    .filter(|&c| c < target)
-                    .max()?;
-                self.fittest(candidates.iter().copied().filter(|m| m.count() == below))
-            })
-            .or_else(|| self.fittest(candidates.iter().copied()));
-        // Not empty, so one of the three found a mask.
-        TopologyHint::new(best.unwrap_or(default), false)
+        let mut pick = Selection {
+            merger: self,
+            target,
+            at_target: None,
+            below: None,
+            any: None,
+        };
+        let (last, rest) = match self.hints.split_last() {
+            Some(split) => split,
+            None => return TopologyHint::new(default, false),
+        };
+        let partial = self.non_preferred_candidates(default, rest);
+        let last: HashSet<Option<BitMask>> = last.iter().map(|h| h.affinity).collect();
+        for s in &partial {
+            for m in &last {
+                let merged = match m {
+                    Some(m) => s.and(m),
+                    None => *s,
+                };
+                if !merged.is_empty() {
+                    pick.offer(merged);
+                }
+            }
+        }
+        TopologyHint::new(pick.best().unwrap_or(default), false)
     }
 
     /// The fittest mask every provider prefers (a provider with a preferred
@@ -245,10 +255,14 @@ impl HintMerger<'_> {
         self.fittest(candidates.into_iter())
     }
 
-    /// The distinct non-empty ANDs of one hint per provider.
-    fn non_preferred_candidates(&self, default: BitMask) -> HashSet<BitMask> {
+    /// The distinct non-empty ANDs of one hint per provider of `hints`.
+    fn non_preferred_candidates(
+        &self,
+        default: BitMask,
+        hints: &[Vec<TopologyHint>],
+    ) -> HashSet<BitMask> {
         let mut set: HashSet<BitMask> = HashSet::from([default]);
-        for list in self.hints {
+        for list in hints {
             let mut next = HashSet::with_capacity(set.len().max(list.len()));
             let masks: HashSet<Option<BitMask>> = list.iter().map(|h| h.affinity).collect();
             for s in &set {
@@ -268,5 +282,37 @@ impl HintMerger<'_> {
             }
         }
         set
+    }
+}
+
+/// Upstream's fold over non-preferred candidates, whatever their order: the
+/// fittest at the target width, else the fittest of the widest below it, else
+/// the fittest of all.
+struct Selection<'a, 'b> {
+    merger: &'a HintMerger<'b>,
+    target: usize,
+    at_target: Option<BitMask>,
+    below: Option<BitMask>,
+    any: Option<BitMask>,
+}
+
+impl Selection<'_, '_> {
+    fn offer(&mut self, m: BitMask) {
+        let fit = |cur: Option<BitMask>| Some(cur.map_or(m, |c| self.merger.fitter(c, m)));
+        let c = m.count();
+        if c == self.target {
+            self.at_target = fit(self.at_target);
+        } else if c < self.target {
+            self.below = match self.below {
+                Some(b) if b.count() > c => Some(b),
+                Some(b) if b.count() < c => Some(m),
+                other => fit(other),
+            };
+        }
+        self.any = fit(self.any);
+    }
+
+    fn best(&self) -> Option<BitMask> {
+        self.at_target.or(self.below).or(self.any)
     }
 }
