@@ -95,6 +95,8 @@ pub struct AgentCmd {
     pub ingress: IngressArgs,
     #[command(flatten)]
     pub proxy: crate::proxy::ProxyArgs,
+    #[command(flatten)]
+    pub network_policy: crate::netpol::NetworkPolicyArgs,
 }
 
 fn config(args: &AgentArgs, data_dir: &Path) -> berth_kubelet::agent::AgentConfig {
@@ -151,6 +153,7 @@ pub struct Clients {
     /// None when the component is disabled.
     pub proxy: Option<kube::Client>,
     pub ingress: Option<kube::Client>,
+    pub network_policy: Option<kube::Client>,
 }
 
 /// The bootstrap token of `--server --token`, if the token is one.
@@ -165,6 +168,7 @@ fn bootstrap_token(cmd: &AgentCmd) -> Option<&str> {
 pub async fn clients(cmd: &AgentCmd) -> Result<Clients> {
     let proxy = !cmd.proxy.disable_kube_proxy;
     let ingress = !cmd.ingress.disable_ingress;
+    let network_policy = !cmd.network_policy.disable_network_policy;
     if bootstrap_token(cmd).is_none() {
         return Ok(Clients {
             kubelet: client_for(cmd, "kubelet").await?,
@@ -174,6 +178,10 @@ pub async fn clients(cmd: &AgentCmd) -> Result<Clients> {
             },
             ingress: match ingress {
                 true => Some(client_for(cmd, "berth-ingress").await?),
+                false => None,
+            },
+            network_policy: match network_policy {
+                true => Some(client_for(cmd, crate::netpol::COMPONENT).await?),
                 false => None,
             },
         });
@@ -206,10 +214,22 @@ pub async fn clients(cmd: &AgentCmd) -> Result<Clients> {
     }
     let mut clients = clients.into_iter();
     let kubelet = clients.next().context("no kubelet client")?;
+    // The policy controller runs as the service proxy's user (its role adds
+    // pods, namespaces and networkpolicies), as k3s's agent runs both under
+    // one identity; its own User-Agent still names it.
+    let network_policy = match network_policy {
+        true => {
+            let id = Identity::kube_proxy();
+            let path = ensure(&bootstrap, &cluster, &cmd.data_dir, &id).await?;
+            Some(kubeconfig_client(&path, crate::netpol::COMPONENT).await?)
+        }
+        false => None,
+    };
     Ok(Clients {
         kubelet,
         proxy: if proxy { clients.next() } else { None },
         ingress: if ingress { clients.next() } else { None },
+        network_policy,
     })
 }
 

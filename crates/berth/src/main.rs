@@ -21,6 +21,7 @@ mod eviction;
 mod footprint;
 mod images;
 mod metrics;
+mod netpol;
 mod proxy;
 mod secrets_encrypt;
 mod tlsbootstrap;
@@ -231,6 +232,8 @@ struct ServerArgs {
     dns: dns::ClusterDnsArgs,
     #[command(flatten)]
     proxy: proxy::ProxyArgs,
+    #[command(flatten)]
+    network_policy: netpol::NetworkPolicyArgs,
     #[command(flatten)]
     metrics: metrics::MetricsArgs,
     /// The range Service cluster IPs come from (as k3s's --service-cidr,
@@ -497,6 +500,13 @@ async fn server(args: ServerArgs) -> Result<()> {
         }
         None => None,
     };
+    let network_policy = match &node_agent {
+        Some(a) => {
+            let client = client_from(&kubeconfig, netpol::COMPONENT).await?;
+            netpol::start(client, &args.network_policy, &a.node_name).await
+        }
+        None => None,
+    };
     if !args.ingress.disable_ingress {
         let client = client_from(&kubeconfig, "berth-ingress").await?;
         start_ingress(client, &args.ingress, args.agent.node_name.clone()).await;
@@ -525,6 +535,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     let _ = stop_components.send(true);
     for c in components {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(3), c).await;
+    }
+    if let Some(n) = network_policy {
+        n.shutdown().await;
     }
     if let Some(p) = service_proxy {
         p.shutdown().await;
@@ -650,6 +663,10 @@ async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
         Some(c) => proxy::start(c, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await,
         None => None,
     };
+    let network_policy = match clients.network_policy {
+        Some(c) => netpol::start(c, &args.network_policy, &a.node_name).await,
+        None => None,
+    };
     if let Some(client) = clients.ingress {
         start_ingress(client, &args.ingress, Some(a.node_name.clone())).await;
     }
@@ -657,6 +674,9 @@ async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
         dns::start_node_local_dns(&args.agent.node_local_dns, &args.agent.cluster_dns).await;
     shutdown_signal().await;
     if let Some(n) = node_local_dns {
+        n.shutdown().await;
+    }
+    if let Some(n) = network_policy {
         n.shutdown().await;
     }
     if let Some(p) = service_proxy {
