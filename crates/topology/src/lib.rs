@@ -16,6 +16,7 @@
 pub mod bitmask;
 pub mod cpuset;
 pub mod hint;
+pub mod machine;
 pub mod merge;
 pub mod policy;
 pub mod provider;
