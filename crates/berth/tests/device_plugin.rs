@@ -86,7 +86,7 @@ fn sample_device_plugin() {
     assert!(
         describe
             .lines()
-            .any(|l| l.trim().split_whitespace().collect::<Vec<_>>()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
                 == [format!("{RESOURCE}:").as_str(), "2"]),
         "describe node lacks {RESOURCE}: 2\n{describe}"
     );

@@ -205,7 +205,13 @@ mod tests {
     #[test]
     fn pick_table() {
         // (healthy, in use, needed, expected)
-        let cases: &[(&[&str], &[&str], usize, Result<&[&str], &str>)] = &[
+        type Case<'a> = (
+            &'a [&'a str],
+            &'a [&'a str],
+            usize,
+            Result<&'a [&'a str], &'a str>,
+        );
+        let cases: &[Case] = &[
             (&["a", "b"], &[], 1, Ok(&["a"])),
             (&["a", "b"], &["a"], 1, Ok(&["b"])),
             (&["a", "b"], &[], 2, Ok(&["a", "b"])),
