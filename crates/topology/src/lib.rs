@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bitmask;
+pub mod cpu_assignment;
 pub mod cpuset;
 pub mod hint;
 pub mod machine;
