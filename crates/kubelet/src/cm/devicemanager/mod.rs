@@ -465,3 +465,202 @@ pub fn apply_response(cfg: &mut ContainerConfig, r: &pb::ContainerAllocateRespon
         cfg.cdi_devices.push(c.name.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn pod(uid: &str, n: u32) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": uid, "uid": uid},
+            "spec": {"containers": [{"name": "c", "resources": {
+                "limits": {"example.com/fake": n.to_string(), "cpu": "1"}}}]}
+        }))
+        .expect("pod")
+    }
+
+    #[test]
+    fn device_requests_table() {
+        // (limits, expected extended requests)
+        let cases: &[(serde_json::Value, &[(&str, i64)])] = &[
+            (serde_json::json!({"cpu": "2", "memory": "1Gi"}), &[]),
+            (
+                serde_json::json!({"example.com/a": "2"}),
+                &[("example.com/a", 2)],
+            ),
+            (serde_json::json!({"example.com/a": "0"}), &[]),
+            (
+                serde_json::json!({"kubernetes.io/x": "1", "nvidia.com/gpu": "1"}),
+                &[("nvidia.com/gpu", 1)],
+            ),
+        ];
+        for (limits, want) in cases {
+            let c: Container = serde_json::from_value(
+                serde_json::json!({"name": "c", "resources": {"limits": limits}}),
+            )
+            .expect("container");
+            let want: Vec<(String, i64)> = want.iter().map(|(r, n)| (r.to_string(), *n)).collect();
+            assert_eq!(device_requests(&c), want, "{limits}");
+        }
+    }
+
+    #[test]
+    fn apply_response_sets_envs_mounts_devices_annotations_cdi() {
+        let mut cfg = ContainerConfig {
+            envs: vec![("A".into(), "old".into())],
+            ..Default::default()
+        };
+        let r = pb::ContainerAllocateResponse {
+            envs: [("A".to_string(), "new".to_string())].into(),
+            mounts: vec![pb::Mount {
+                container_path: "/m".into(),
+                host_path: "/h".into(),
+                read_only: true,
+            }],
+            devices: vec![pb::DeviceSpec {
+                container_path: "/dev/x".into(),
+                host_path: "/dev/y".into(),
+                permissions: String::new(),
+            }],
+            annotations: [("k".to_string(), "v".to_string())].into(),
+            cdi_devices: vec![pb::CdiDevice {
+                name: "vendor.com/gpu=0".into(),
+            }],
+        };
+        apply_response(&mut cfg, &r);
+        assert_eq!(cfg.envs, vec![("A".to_string(), "new".to_string())]);
+        assert_eq!(cfg.mounts.len(), 1);
+        assert!(cfg.mounts[0].readonly);
+        assert_eq!(cfg.devices[0].permissions, "rwm");
+        assert_eq!(cfg.devices[0].host_path, "/dev/y");
+        assert_eq!(cfg.annotations.get("k").map(String::as_str), Some("v"));
+        assert_eq!(cfg.cdi_devices, vec!["vendor.com/gpu=0".to_string()]);
+    }
+
+    struct Fake {
+        d0_healthy: Arc<AtomicBool>,
+    }
+
+    impl plugin::DeviceSource for Fake {
+        fn resource_name(&self) -> String {
+            "example.com/fake".into()
+        }
+        fn devices(&self) -> Vec<pb::Device> {
+            let h = |ok: bool| if ok { HEALTHY } else { UNHEALTHY }.to_string();
+            vec![
+                pb::Device {
+                    id: "d0".into(),
+                    health: h(self.d0_healthy.load(Ordering::SeqCst)),
+                    topology: None,
+                },
+                pb::Device {
+                    id: "d1".into(),
+                    health: h(true),
+                    topology: None,
+                },
+            ]
+        }
+        fn allocate(&self, ids: &[String]) -> Result<pb::ContainerAllocateResponse, String> {
+            Ok(pb::ContainerAllocateResponse {
+                envs: [("FAKE".to_string(), ids.join(","))].into(),
+                ..Default::default()
+            })
+        }
+    }
+
+    async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+        for _ in 0..100 {
+            if f() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    fn allocatable(dm: &DeviceManager) -> i64 {
+        dm.capacity()
+            .1
+            .get("example.com/fake")
+            .map_or(-1, Quantity::value)
+    }
+
+    /// The whole path over real unix sockets: registration, ListAndWatch and
+    /// health, admission and its failures, the container's answer, and an agent
+    /// restart that keeps the allocation and gets the plugin back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn manager_with_a_plugin_over_sockets() {
+        let dir = std::env::temp_dir().join(format!("berth-dm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let dm = DeviceManager::start(dir.clone()).await.expect("start");
+        let d0 = Arc::new(AtomicBool::new(true));
+        let source = Fake {
+            d0_healthy: d0.clone(),
+        };
+        let plugin = tokio::spawn(plugin::run(dir.clone(), "fake.sock".into(), source));
+        wait_for("2 allocatable", || allocatable(&dm) == 2).await;
+
+        // An unhealthy device leaves allocatable, not capacity.
+        d0.store(false, Ordering::SeqCst);
+        wait_for("1 allocatable", || allocatable(&dm) == 1).await;
+        assert_eq!(dm.capacity().0["example.com/fake"].value(), 2);
+        d0.store(true, Ordering::SeqCst);
+        wait_for("2 allocatable again", || allocatable(&dm) == 2).await;
+
+        assert_eq!(
+            dm.admit(&pod("big", 3)).await,
+            Some((
+                "OutOfexample.com/fake".to_string(),
+                "Node didn't have enough resource: example.com/fake, requested: 3, used: 0, capacity: 2"
+                    .to_string()
+            ))
+        );
+        assert_eq!(dm.admit(&pod("a", 1)).await, None);
+        let held = dm.container_devices("a", "c");
+        assert_eq!(held["example.com/fake"].len(), 1);
+        // Admission again (each sync) keeps the same devices.
+        assert_eq!(dm.admit(&pod("a", 1)).await, None);
+        assert_eq!(dm.container_devices("a", "c"), held);
+        let mut cfg = ContainerConfig::default();
+        dm.prepare_container("a", "c", &mut cfg)
+            .await
+            .expect("prepare");
+        assert_eq!(
+            cfg.envs,
+            vec![("FAKE".to_string(), held["example.com/fake"].join(","))]
+        );
+        assert_eq!(
+            dm.admit(&pod("b", 2)).await,
+            Some((
+                "OutOfexample.com/fake".to_string(),
+                "Node didn't have enough resource: example.com/fake, requested: 2, used: 1, capacity: 2"
+                    .to_string()
+            ))
+        );
+
+        // Agent restart: a new manager on the same directory reads the
+        // checkpoint, re-creates kubelet.sock, and the plugin registers again.
+        drop(dm);
+        let dm = DeviceManager::start(dir.clone()).await.expect("restart");
+        assert_eq!(dm.container_devices("a", "c"), held);
+        assert_eq!(
+            allocatable(&dm),
+            0,
+            "devices unhealthy until the plugin is back"
+        );
+        wait_for("plugin re-registered", || allocatable(&dm) == 2).await;
+        assert_eq!(dm.admit(&pod("c", 1)).await, None);
+        let other = &dm.container_devices("c", "c")["example.com/fake"];
+        assert_ne!(
+            other, &held["example.com/fake"],
+            "a held device was given again"
+        );
+        dm.remove_pod("a");
+        dm.remove_pod("c");
+        assert!(dm.container_devices("a", "c").is_empty());
+
+        plugin.abort();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
