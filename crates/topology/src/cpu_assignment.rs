@@ -130,6 +130,64 @@ pub fn cpu_topology_hints(m: &Machine, available: &CpuSet, request: usize) -> Ve
         .collect()
 }
 
+/// `full-pcpus-only`'s refusal (upstream's `SMTAlignmentError`, the pod's
+/// status reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmtAlignmentError {
+    #[error(
+        "SMT Alignment Error: requested {requested} cpus not multiple cpus per core = {cpus_per_core}"
+    )]
+    NotMultiple {
+        requested: usize,
+        cpus_per_core: usize,
+    },
+    #[error(
+        "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = {available}, requested CPUs = {requested}, CPUs per core = {cpus_per_core}"
+    )]
+    NotEnoughPhysical {
+        available: usize,
+        requested: usize,
+        cpus_per_core: usize,
+    },
+}
+
+pub const SMT_ALIGNMENT_ERROR: &str = "SMTAlignmentError";
+
+/// `full-pcpus-only`: whole cores only, so the request must be a multiple of
+/// the threads per core and fit in the wholly free cores.
+pub fn check_full_pcpus(
+    m: &Machine,
+    available: &CpuSet,
+    request: usize,
+) -> Result<(), SmtAlignmentError> {
+    let per_core = m.cpus_per_core();
+    if !request.is_multiple_of(per_core) {
+        return Err(SmtAlignmentError::NotMultiple {
+            requested: request,
+            cpus_per_core: per_core,
+        });
+    }
+    let mut cores: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (&c, i) in &m.cpus {
+        let e = cores.entry(i.core).or_default();
+        e.0 += 1;
+        e.1 += usize::from(available.contains(c));
+    }
+    let free_physical: usize = cores
+        .values()
+        .filter(|(all, free)| all == free)
+        .map(|(all, _)| all)
+        .sum();
+    if free_physical < request {
+        return Err(SmtAlignmentError::NotEnoughPhysical {
+            available: free_physical,
+            requested: request,
+            cpus_per_core: per_core,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +248,28 @@ mod tests {
         let hints = cpu_topology_hints(&big, &"0-31".parse().unwrap(), 2);
         assert_eq!(hints.iter().filter(|h| h.preferred).count(), 16);
         assert_eq!(hints.len(), 16 + 120 + 1);
+    }
+
+    #[test]
+    fn full_pcpus_only() {
+        let smt = machine(2, 4, 2);
+        let all: CpuSet = "0-15".parse().unwrap();
+        assert_eq!(check_full_pcpus(&smt, &all, 4), Ok(()));
+        assert_eq!(
+            check_full_pcpus(&smt, &all, 3).unwrap_err().to_string(),
+            "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
+        );
+        // CPU 0 taken: its core is no longer whole; 7 whole cores = 14 CPUs.
+        assert_eq!(
+            check_full_pcpus(&smt, &"1-15".parse().unwrap(), 16)
+                .unwrap_err()
+                .to_string(),
+            "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = 14, requested CPUs = 16, CPUs per core = 2"
+        );
+        // Without SMT every request is whole cores.
+        assert_eq!(
+            check_full_pcpus(&machine(2, 4, 1), &"0-7".parse().unwrap(), 3),
+            Ok(())
+        );
     }
 }
