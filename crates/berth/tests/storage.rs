@@ -140,7 +140,7 @@ fn local_path_claim_lifecycle() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        get(&s, &["pvc", "data"], "{.metadata.deletionTimestamp}") != "",
+        !get(&s, &["pvc", "data"], "{.metadata.deletionTimestamp}").is_empty(),
         "claim gone while in use"
     );
     assert!(std::path::Path::new(&dir).exists());
@@ -160,4 +160,42 @@ fn local_path_claim_lifecycle() {
     });
     s.k(&["delete", "pod", "wants-shared", "--wait=true"]);
     s.k(&["delete", "pvc", "shared", "--wait=true"]);
+
+    // Bad input: a Recycle volume and a claim shrink are rejected.
+    let recycle = "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: recycled\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Recycle\n  hostPath: {path: /tmp/berth-recycled}\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(recycle));
+    assert!(!out.status.success());
+    assert!(
+        common::stderr(&out)
+            .contains("spec.persistentVolumeReclaimPolicy: Unsupported value: \"Recycle\""),
+        "{}",
+        common::stderr(&out)
+    );
+    apply(&s, &claim("grow", "ReadWriteOnce"));
+    apply(&s, &pod("grower", "grow", "sleep 3600"));
+    wait_until(LIMIT, "grow Bound", || {
+        get(&s, &["pvc", "grow"], "{.status.phase}") == "Bound"
+    });
+    let out = s.kubectl(&[
+        "patch",
+        "pvc",
+        "grow",
+        "-p",
+        r#"{"spec":{"resources":{"requests":{"storage":"32Mi"}}}}"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        common::stderr(&out).contains(
+            "spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"
+        ),
+        "{}",
+        common::stderr(&out)
+    );
+    let pv = get(&s, &["pvc", "grow"], "{.spec.volumeName}");
+    let dir = get(&s, &["pv", &pv], "{.spec.local.path}");
+    s.k(&["delete", "pod", "grower", "--wait=true"]);
+    s.k(&["delete", "pvc", "grow", "--wait=true"]);
+    wait_until(LIMIT, "grow's directory removed", || {
+        !std::path::Path::new(&dir).exists()
+    });
 }
