@@ -13,6 +13,7 @@ pub mod endpoint;
 pub mod plugin;
 pub mod pod_devices;
 pub mod registration;
+pub mod topology_hints;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
