@@ -199,3 +199,42 @@ fn local_path_claim_lifecycle() {
         !std::path::Path::new(&dir).exists()
     });
 }
+
+/// A StatefulSet's volumeClaimTemplates on local-path: each pod writes its
+/// hostname into its own volume; recreated pods find their own file.
+#[test]
+fn stateful_set_claims_follow_their_pods() {
+    let s = agent_server("storage-sts");
+    apply(
+        &s,
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  serviceName: web\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      terminationGracePeriodSeconds: 0\n      containers:\n      - name: c\n        image: busybox\n        imagePullPolicy: Never\n        command: [sh, -c, 'test -f /data/h || hostname > /data/h; cat /data/h; sleep 3600']\n        volumeMounts:\n        - {name: data, mountPath: /data}\n  volumeClaimTemplates:\n  - metadata:\n      name: data\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources:\n        requests:\n          storage: 64Mi\n",
+    );
+    let logs_own_name = |pod: &str| stdout(&s.kubectl(&["logs", pod])) == format!("{pod}\n");
+    for pod in ["web-0", "web-1"] {
+        wait_until(LIMIT, &format!("{pod} logs its hostname"), || {
+            logs_own_name(pod)
+        });
+    }
+    let uids = get(&s, &["pods", "-l", "app=web"], "{.items[*].metadata.uid}");
+    s.k(&["delete", "pods", "-l", "app=web", "--wait=true"]);
+    for pod in ["web-0", "web-1"] {
+        wait_until(
+            LIMIT,
+            &format!("recreated {pod} reads its own file"),
+            || !uids.contains(&get(&s, &["pod", pod], "{.metadata.uid}")) && logs_own_name(pod),
+        );
+    }
+    // Clean up: the claims outlive the set (upstream's default retention).
+    s.k(&["delete", "statefulset", "web", "--wait=true"]);
+    wait_until(LIMIT, "pods gone", || {
+        get(&s, &["pods", "-l", "app=web"], "{.items[*].metadata.name}").is_empty()
+    });
+    assert_eq!(
+        get(&s, &["pvc"], "{.items[*].metadata.name}"),
+        "data-web-0 data-web-1"
+    );
+    s.k(&["delete", "pvc", "--all", "--wait=true"]);
+    wait_until(LIMIT, "volumes deleted", || {
+        get(&s, &["pv"], "{.items[*].metadata.name}").is_empty()
+    });
+}
