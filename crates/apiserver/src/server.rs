@@ -195,8 +195,14 @@ pub async fn handle(
     let accept = header_str(&req, header::ACCEPT);
     let mut audit = crate::audit::Request::new(state.audit.as_deref(), &req, peer);
     let resp = match admit_request(&state, &auth, &req, &mut audit).await {
-        Err(e) => error_response(&e, &accept),
-        Ok((_, Admit::Busy(_))) => too_many_requests(),
+        Err(e) => {
+            drain_sent_body(req).await;
+            error_response(&e, &accept)
+        }
+        Ok((_, Admit::Busy(_))) => {
+            drain_sent_body(req).await;
+            too_many_requests()
+        }
         Ok((user, Admit::Serve(_slot))) => {
             let (result, warnings) =
                 crate::warnings::collect(audit.serve(route(&state, req, user, &mut labels))).await;
@@ -221,6 +227,16 @@ pub async fn handle(
         .metrics
         .observe(labels, started.elapsed().as_secs_f64());
     Ok(resp)
+}
+
+/// Reads (and drops) what a refused request's client has already sent, up to
+/// a small size and for a moment only. Answering while the body is still
+/// unread makes the server reset the HTTP/2 stream, and curl then drops the
+/// 401/403/429 it was sent; a stalled or huge body is not waited for.
+async fn drain_sent_body(req: Request<Incoming>) {
+    const SMALL: usize = 64 * 1024;
+    let limited = Limited::new(req.into_body(), SMALL);
+    let _ = tokio::time::timeout(Duration::from_millis(100), limited.collect()).await;
 }
 
 /// kube-apiserver's `--request-timeout` default: a body that has not arrived

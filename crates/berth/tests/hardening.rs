@@ -83,7 +83,9 @@ fn the_in_flight_limit_answers_429_with_retry_after_and_spares_system_masters() 
     let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
     assert!(
         text.starts_with("http/2 429") || text.starts_with("http/1.1 429"),
-        "{text}"
+        "{text} {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("\nretry-after: 1\r"), "{text}");
     assert!(
