@@ -174,6 +174,33 @@ fn too_many_requests() -> Response<Body> {
     resp
 }
 
+/// The web dashboard's static assets (`crates/dashboard`): public like
+/// `/version`, since the page holds no data of its own; every API call it
+/// makes carries the user's bearer token.
+fn dashboard_response(req: &Request<Incoming>) -> Option<Response<Body>> {
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return None;
+    }
+    let a = berth_dashboard::serve(req.uri().path())?;
+    let mut b = Response::builder()
+        .status(a.status)
+        .header(header::CONTENT_TYPE, a.content_type)
+        .header(header::CACHE_CONTROL, a.cache_control)
+        .header("X-Content-Type-Options", "nosniff");
+    if a.status == 301 {
+        b = b.header(header::LOCATION, "/dashboard/");
+    }
+    let body = if *req.method() == Method::HEAD {
+        Bytes::new()
+    } else {
+        Bytes::from_static(a.body)
+    };
+    Some(
+        b.body(Full::new(body).boxed())
+            .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed())),
+    )
+}
+
 /// Serves one request.
 pub async fn handle(
     state: Arc<State>,
@@ -181,6 +208,9 @@ pub async fn handle(
     peer: SocketAddr,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    if let Some(resp) = dashboard_response(&req) {
+        return Ok(resp);
+    }
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();

@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
 mod cgroups;
+mod dashboard;
 mod device_plugin;
 mod dns;
 mod eviction;
@@ -48,6 +49,8 @@ enum Command {
     Agent(Box<agent::AgentCmd>),
     /// Local images without a registry (build-local, import).
     Images(images::ImagesArgs),
+    /// Print the web dashboard's URL and a login token (a ServiceAccount token).
+    Dashboard(dashboard::DashboardArgs),
     /// Bootstrap tokens for joining nodes (create, list, delete), as kubeadm's.
     Token(token::TokenArgs),
     /// A CSI driver (Identity, Controller, Node on a unix socket) whose volumes are
@@ -742,6 +745,7 @@ fn main() -> Result<()> {
         Command::Agent(args) => rt.block_on(run_agent(*args)),
         Command::Images(args) => rt.block_on(images::run(args)),
         Command::Token(args) => rt.block_on(token::run(args)),
+        Command::Dashboard(args) => rt.block_on(dashboard::run(args)),
         Command::SecretsEncrypt(args) => rt.block_on(secrets_encrypt::run(args)),
         Command::DevicePlugin(args) => rt.block_on(device_plugin::run(args)),
         Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),

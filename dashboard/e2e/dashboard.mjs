@@ -1,0 +1,182 @@
+// End-to-end check of the dashboard in Debian's chromium (playwright-core),
+// against a real `berth server` started by crates/berth/tests/dashboard.rs.
+// Env: BERTH_URL (https://host:port), BERTH_TOKEN (admin), BERTH_VIEW_TOKEN
+// (bound to `view` in BERTH_VIEW_NS only), BERTH_NODE (a simulated node to
+// label), SCREENSHOTS (a directory). Exits non-zero on the first failed check;
+// prints `metric name=value` lines for the Rust test to report.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const base = env('BERTH_URL');
+const admin = env('BERTH_TOKEN');
+const viewToken = env('BERTH_VIEW_TOKEN');
+const viewNs = env('BERTH_VIEW_NS');
+const nodeName = env('BERTH_NODE');
+const shots = env('SCREENSHOTS');
+mkdirSync(shots, { recursive: true });
+
+process.on('uncaughtException', async (e) => {
+  console.error(e);
+  await page?.screenshot({ path: `${shots}/failure.png`, fullPage: true }).catch(() => {});
+  process.exit(1);
+});
+let page;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  // This machine's network is closed: no background connections to Google.
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+// The server's certificate is signed by the cluster's own CA, which the
+// browser does not know; the test trusts it as kubectl trusts the kubeconfig's.
+const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 860 } });
+page = await ctx.newPage();
+page.setDefaultTimeout(30_000);
+const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+const step = (s) => console.log(`step ${s}`);
+
+async function login(token) {
+  await page.fill('textarea[name=token]', token);
+  await page.click('button[type=submit]');
+}
+
+// The page's own fetch with the signed-in token: what a user's click would send.
+const api = (method, path, body, contentType = 'application/json') =>
+  page.evaluate(async ({ method, path, body, contentType }) => {
+    const r = await fetch(path, {
+      method,
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('berth-dashboard-token')}`, 'Content-Type': contentType },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: r.status, body: await r.json() };
+  }, { method, path, body, contentType });
+
+// 1. A garbage token: the login error, with the API's 401.
+step('garbage token');
+await page.goto(`${base}/dashboard/`);
+await login('not-a-token');
+const err = await page.textContent('.login .error');
+assert.match(err, /Login failed \(401\)/);
+assert.match(err, /Unauthorized/);
+await shot('login-error');
+
+// 2. Admin login; load to interactive measured from navigation start.
+step('admin login');
+await page.goto(`${base}/dashboard/`);
+await login(admin);
+await page.waitForSelector('[data-testid=nodes-ready]');
+await page.waitForFunction(() => /[1-9]\d* \/ \d+ Ready/.test(document.querySelector('[data-testid=nodes-ready]')?.textContent ?? ''));
+const load = await page.evaluate(() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const res = performance.getEntriesByType('resource').filter((r) => r.name.includes('/dashboard/'));
+  return {
+    interactive: Math.round(nav.domInteractive),
+    bytes: nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0),
+  };
+});
+console.log(`metric dom_interactive_ms=${load.interactive}`);
+console.log(`metric page_bytes_transferred=${load.bytes}`);
+await shot('overview');
+
+// 3. A Deployment whose pods cannot be placed yet (a nodeSelector no node
+// matches): rows appear Pending; labelling a node lets them run, and the same
+// rows turn Running without a reload.
+step('deployment rollout');
+await page.evaluate(() => { window.__sameDocument = true; });
+await page.fill('input[name=namespace]', 'default');
+await page.press('input[name=namespace]', 'Enter');
+await page.click('a[href="#/pods"]');
+const dep = {
+  apiVersion: 'apps/v1', kind: 'Deployment',
+  metadata: { name: 'dash-web', labels: { app: 'dash-web' } },
+  spec: {
+    replicas: 3,
+    selector: { matchLabels: { app: 'dash-web' } },
+    template: {
+      metadata: { labels: { app: 'dash-web' } },
+      spec: {
+        nodeSelector: { 'dashboard-e2e': 'yes' },
+        containers: [{ name: 'web', image: 'nginx:1.27', resources: { requests: { cpu: '250m', memory: '256Mi' } } }],
+      },
+    },
+  },
+};
+const created = await api('POST', '/apis/apps/v1/namespaces/default/deployments', dep);
+assert.equal(created.status, 201, JSON.stringify(created.body));
+await page.waitForFunction(() =>
+  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Pending]').length === 3);
+await shot('pods-pending');
+const labelled = await api('PATCH', `/api/v1/nodes/${nodeName}`, { metadata: { labels: { 'dashboard-e2e': 'yes' } } },
+  'application/merge-patch+json');
+assert.equal(labelled.status, 200, JSON.stringify(labelled.body));
+await page.waitForFunction(() =>
+  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Running]').length === 3, null,
+  { timeout: 60_000 });
+assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded');
+await shot('pods-running');
+
+// 4. Pod detail: containers, conditions, events, and why it landed where it did.
+step('pod detail');
+await page.click('[data-testid=pod-row][data-pod^="dash-web-"]');
+await page.waitForSelector('[data-testid=pod-status]');
+await page.waitForFunction(() => /Scheduled/.test(document.querySelector('[data-testid=why-here]')?.textContent ?? ''));
+const why = await page.textContent('[data-testid=why-here]');
+assert.match(why, new RegExp(`Successfully assigned default/dash-web-[a-z0-9-]+ to ${nodeName}`));
+assert.match(why, /FailedScheduling/);
+await page.click('[data-testid=open-logs]');
+await page.waitForSelector('[data-testid=logs]');
+await shot('pod-detail');
+
+// 5. Nodes: the stacked capacity bars, with the Deployment's requests on the labelled node.
+step('nodes');
+await page.click('a[href="#/nodes"]');
+await page.waitForSelector('[data-testid=node-card] canvas');
+const card = page.locator('[data-testid=node-card]', { hasText: nodeName });
+await card.getByText(/cpu: capacity [\d.]+ cores, allocatable [\d.]+ cores, requested 0.75 cores/).waitFor();
+await shot('nodes');
+
+// 6. Workloads: rollout state, then a replicas edit through the page.
+step('workloads');
+await page.click('a[href="#/workloads"]');
+const row = page.locator('[data-testid=workload-dash-web]');
+await row.locator('[data-testid=rollout]', { hasText: 'Complete' }).waitFor({ timeout: 60_000 });
+await row.locator('input[name=replicas]').fill('1');
+await row.locator('[data-testid=scale]').click();
+await row.locator('td', { hasText: '1/1' }).waitFor({ timeout: 60_000 });
+await page.waitForFunction(() => true);
+await shot('workloads');
+
+// 7. A token bound to `view` in one namespace: that namespace's pods, and the
+// API's 403 message for the cluster-wide list; its scale button gets the API's answer.
+step('view-only user');
+await page.click('text=Sign out');
+await login(viewToken);
+await page.waitForSelector('[data-testid=nodes-ready], .login .error');
+assert.equal(await page.locator('.login .error').count(), 0, await page.locator('.login .error').first().textContent().catch(() => ''));
+await page.fill('input[name=namespace]', '');
+await page.press('input[name=namespace]', 'Enter');
+await page.click('a[href="#/pods"]');
+const forbidden = await page.textContent('.error[role=alert]');
+assert.match(forbidden, /403 Forbidden: pods is forbidden: User "system:serviceaccount:[^"]+" cannot list resource "pods" in API group "" at the cluster scope/);
+await shot('view-forbidden');
+await page.fill('input[name=namespace]', viewNs);
+await page.press('input[name=namespace]', 'Enter');
+await page.waitForSelector('[data-testid=pod-row]');
+assert.equal(await page.locator('.error[role=alert]').count(), 0);
+await shot('view-namespace');
+await page.click('a[href="#/workloads"]');
+const vrow = page.locator('[data-testid^=workload-]').first();
+await vrow.locator('input[name=replicas]').fill('5');
+await vrow.locator('[data-testid=scale]').click();
+const denied = await vrow.locator('.error').textContent();
+assert.match(denied, /403 Forbidden: deployments.apps "[^"]+" is forbidden: User "system:serviceaccount:[^"]+" cannot patch resource "deployments"/);
+await shot('view-scale-denied');
+
+await browser.close();
+console.log('e2e ok');
