@@ -305,7 +305,7 @@ where
             _ = elector.acquire() => {}
             _ = &mut stop => return,
         }
-        let term = match Term::start(&name) {
+        let mut term = match Term::start(&name) {
             Ok(t) => t,
             Err(e) => {
                 warn!(lease = %name, error = %e, "cannot start a runtime for the component");
@@ -338,29 +338,60 @@ where
 /// One leadership term's runtime. Dropping it (on loss, or when the process
 /// shuts down and drops `run`) stops every task of the term without blocking,
 /// which dropping a `Runtime` inside another runtime would do (and panic).
-struct Term(Option<tokio::runtime::Runtime>);
+struct Term {
+    rt: Option<tokio::runtime::Runtime>,
+    /// The component's root task.
+    root: Option<tokio::task::AbortHandle>,
+}
+
+/// How long a stopping term's component may take to drop its futures.
+const TERM_STOP_WAIT: Duration = Duration::from_secs(2);
 
 impl Term {
     fn start(name: &str) -> std::io::Result<Self> {
-        term_runtime(name).map(|rt| Term(Some(rt)))
+        term_runtime(name).map(|rt| Term {
+            rt: Some(rt),
+            root: None,
+        })
     }
 
-    fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<()>
+    fn spawn<F>(&mut self, fut: F) -> tokio::task::JoinHandle<()>
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match &self.0 {
+        let task = match &self.rt {
             Some(rt) => rt.spawn(fut),
             None => tokio::spawn(fut),
-        }
+        };
+        self.root = Some(task.abort_handle());
+        task
     }
 }
 
 impl Drop for Term {
     fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
+        let Some(rt) = self.rt.take() else {
+            return;
+        };
+        // The component first: dropping its futures (kube's controllers) aborts
+        // the tasks they spawned, and nothing polls those any more. Shutting the
+        // runtime down at once instead cancels a reconcile task under a
+        // controller that is still being polled, and kube-runtime panics on the
+        // cancelled join ("JoinError::Cancelled"). Off this thread: a blocking
+        // wait inside the caller's runtime is not allowed.
+        let root = self.root.take();
+        if let Some(r) = &root {
+            r.abort();
         }
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + TERM_STOP_WAIT;
+            while root.as_ref().is_some_and(|r| !r.is_finished())
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            rt.shutdown_background();
+        });
     }
 }
 
