@@ -111,7 +111,10 @@ async fn follow(
     limit: Duration,
     ready: tokio::sync::oneshot::Sender<()>,
 ) -> Progress {
-    let stream = watcher(pods, watcher::Config::default().fields("spec.nodeName!="));
+    let stream = watcher(
+        pods,
+        berth_runtime::reflect::informer_config().fields("spec.nodeName!="),
+    );
     let mut stream = std::pin::pin!(stream);
     let (mut bound_seen, mut running_seen) =
         (HashSet::with_capacity(total), HashSet::with_capacity(total));

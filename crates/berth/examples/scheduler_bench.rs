@@ -91,7 +91,7 @@ async fn run(nodes: usize, total: usize, clients: usize) -> anyhow::Result<Run> 
     let pods: Api<Pod> = Api::namespaced(client, "default");
     let bound_watch = watcher(
         pods.clone(),
-        watcher::Config::default().fields("spec.nodeName!="),
+        berth_runtime::reflect::informer_config().fields("spec.nodeName!="),
     );
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
     let watch_task = tokio::spawn(async move {

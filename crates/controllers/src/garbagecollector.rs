@@ -405,7 +405,7 @@ impl Gc {
                 let tx = self.tx.clone();
                 debug!(resource = %ar.plural, group = %ar.group, "garbage collector watching");
                 tokio::spawn(async move {
-                    let mut stream = watcher(api, watcher::Config::default())
+                    let mut stream = watcher(api, berth_runtime::reflect::informer_config())
                         .default_backoff()
                         .boxed();
                     while let Some(ev) = stream.next().await {

@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::discovery::{Scope, verbs};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use tracing::{info, warn};
 
 use crate::Error;
@@ -24,7 +23,7 @@ struct Ctx {
 
 pub async fn run(client: kube::Client) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    Controller::new(namespaces, watcher::Config::default())
+    Controller::new(namespaces, berth_runtime::reflect::informer_config())
         .run(reconcile, error_policy, Arc::new(Ctx { client }))
         .for_each(|_| async {})
         .await;

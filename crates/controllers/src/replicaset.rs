@@ -18,7 +18,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{debug, info, warn};
 
@@ -38,8 +37,8 @@ struct Ctx {
 pub async fn run(client: kube::Client) {
     let rs: Api<ReplicaSet> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
-    Controller::new(rs, watcher::Config::default())
-        .owns(pods, watcher::Config::default())
+    Controller::new(rs, berth_runtime::reflect::informer_config())
+        .owns(pods, berth_runtime::reflect::informer_config())
         .run(reconcile, error_policy, Arc::new(Ctx { client }))
         .for_each(|_| async {})
         .await;

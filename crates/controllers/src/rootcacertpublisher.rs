@@ -15,7 +15,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use tracing::{info, warn};
 
 use crate::Error;
@@ -40,9 +39,9 @@ pub async fn run(client: kube::Client, root_ca: String) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let config_maps: Api<ConfigMap> = Api::all(client.clone());
     // Only the published ConfigMaps: every other ConfigMap is none of our business.
-    let ours =
-        watcher::Config::default().fields(&format!("metadata.name={ROOT_CA_CERT_CONFIG_MAP_NAME}"));
-    Controller::new(namespaces, watcher::Config::default())
+    let ours = berth_runtime::reflect::informer_config()
+        .fields(&format!("metadata.name={ROOT_CA_CERT_CONFIG_MAP_NAME}"));
+    Controller::new(namespaces, berth_runtime::reflect::informer_config())
         // A deleted or edited copy re-checks its namespace.
         .watches(config_maps, ours, |cm| {
             let ns = cm.metadata.namespace.as_deref()?;

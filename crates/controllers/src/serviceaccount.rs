@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use tracing::{info, warn};
 
 use crate::Error;
@@ -25,9 +24,9 @@ struct Ctx {
 pub async fn run(client: kube::Client) {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let accounts: Api<ServiceAccount> = Api::all(client.clone());
-    Controller::new(namespaces, watcher::Config::default())
+    Controller::new(namespaces, berth_runtime::reflect::informer_config())
         // A deleted (or changed) `default` account re-checks its namespace.
-        .watches(accounts, watcher::Config::default(), |sa| {
+        .watches(accounts, berth_runtime::reflect::informer_config(), |sa| {
             let ns = sa.metadata.namespace.as_deref()?;
             (sa.metadata.name.as_deref() == Some(DEFAULT)).then(|| ObjectRef::new(ns))
         })

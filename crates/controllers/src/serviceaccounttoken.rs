@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use tracing::{info, warn};
 
 use crate::Error;
@@ -35,12 +34,13 @@ struct Ctx {
 pub async fn run(client: kube::Client, issuer: Issuer, ca: String) {
     let secrets: Api<Secret> = Api::all(client.clone());
     let accounts: Api<ServiceAccount> = Api::all(client.clone());
-    let only_tokens = watcher::Config::default().fields(&format!("type={SECRET_TYPE}"));
+    let only_tokens =
+        berth_runtime::reflect::informer_config().fields(&format!("type={SECRET_TYPE}"));
     let ctx = Arc::new(Ctx { client, issuer, ca });
     Controller::new(secrets, only_tokens)
         // A ServiceAccount that changes or goes re-checks nothing by itself
         // (its Secrets name it, not the reverse): a periodic resync covers it.
-        .watches(accounts, watcher::Config::default(), |_sa| {
+        .watches(accounts, berth_runtime::reflect::informer_config(), |_sa| {
             None::<ObjectRef<Secret>>
         })
         .run(reconcile, error_policy, ctx)

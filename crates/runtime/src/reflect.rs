@@ -12,6 +12,16 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tracing::debug;
 
+/// The watcher configuration of every informer: lists at resourceVersion=0
+/// ("any version", answered from the API server's watch cache in one
+/// response), as client-go's reflector lists first and relists after its
+/// watch expired. The default (a quorum list in pages of 500) makes a relist of
+/// 150,000 pods hundreds of store reads, whose continue tokens compaction can
+/// expire before the last page ("The provided continue parameter is too old").
+pub fn informer_config() -> watcher::Config {
+    watcher::Config::default().any_semantic()
+}
+
 /// Starts a cluster-wide reflector for `K` (watch failures are retried with
 /// back-off) and returns its store and the task feeding it (abort it to stop).
 pub fn notifying_store<K>(client: &kube::Client, changed: Arc<Notify>) -> (Store<K>, JoinHandle<()>)
@@ -27,8 +37,7 @@ where
     let (reader, writer) = reflector::store::<K>();
     let stream = reflector::reflector(
         writer,
-        watcher::watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-            .default_backoff(),
+        watcher::watcher(Api::<K>::all(client.clone()), informer_config()).default_backoff(),
     );
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

@@ -266,7 +266,11 @@ where
         + Send
         + 'static,
 {
-    watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff()
+    watcher(
+        Api::<K>::all(client.clone()),
+        berth_runtime::reflect::informer_config(),
+    )
+    .default_backoff()
 }
 
 /// Runs the scheduler until the watches end (they retry forever).

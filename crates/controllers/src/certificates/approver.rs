@@ -29,7 +29,6 @@ use k8s_openapi::api::certificates::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use tracing::{debug, info, warn};
 
 use super::{
@@ -167,7 +166,7 @@ struct Ctx {
 /// Runs the approver until the process ends.
 pub async fn run(client: kube::Client) {
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    Controller::new(csrs, watcher::Config::default())
+    Controller::new(csrs, berth_runtime::reflect::informer_config())
         .run(reconcile, error_policy, Arc::new(Ctx { client }))
         .for_each(|_| async {})
         .await;

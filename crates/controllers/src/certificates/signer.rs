@@ -22,7 +22,6 @@ use k8s_openapi::api::certificates::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
@@ -252,7 +251,7 @@ struct Ctx {
 /// most `ttl` (upstream's `--cluster-signing-duration`).
 pub async fn run(client: kube::Client, ca: Ca, ttl: Duration) {
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
-    Controller::new(csrs, watcher::Config::default())
+    Controller::new(csrs, berth_runtime::reflect::informer_config())
         .run(reconcile, error_policy, Arc::new(Ctx { client, ca, ttl }))
         .for_each(|_| async {})
         .await;

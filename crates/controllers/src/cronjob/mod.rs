@@ -19,7 +19,6 @@ use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::jiff::tz::TimeZone;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -42,8 +41,8 @@ struct Ctx {
 pub async fn run(client: kube::Client) {
     let cjs: Api<CronJob> = Api::all(client.clone());
     let jobs: Api<Job> = Api::all(client.clone());
-    Controller::new(cjs, watcher::Config::default())
-        .owns(jobs, watcher::Config::default())
+    Controller::new(cjs, berth_runtime::reflect::informer_config())
+        .owns(jobs, berth_runtime::reflect::informer_config())
         .run(
             reconcile,
             error_policy,

@@ -53,7 +53,7 @@ pub async fn run(client: kube::Client) {
     let nodes: Api<Node> = Api::all(client.clone());
     // Any node change (added, relabelled, tainted, removed) may change where
     // daemon pods belong.
-    let node_changes = watcher::watcher(nodes, watcher::Config::default())
+    let node_changes = watcher::watcher(nodes, berth_runtime::reflect::informer_config())
         .default_backoff()
         .filter_map(|e| async move {
             match e {
@@ -63,11 +63,11 @@ pub async fn run(client: kube::Client) {
                 _ => None,
             }
         });
-    Controller::new(sets, watcher::Config::default())
+    Controller::new(sets, berth_runtime::reflect::informer_config())
         // Only daemon pods (their template-generation label), not every pod.
         .owns(
             pods,
-            watcher::Config::default().labels(TEMPLATE_GENERATION_LABEL),
+            berth_runtime::reflect::informer_config().labels(TEMPLATE_GENERATION_LABEL),
         )
         .reconcile_all_on(node_changes)
         .run(

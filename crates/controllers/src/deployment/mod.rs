@@ -19,7 +19,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -57,8 +56,8 @@ struct Ctx {
 pub async fn run(client: kube::Client) {
     let deploys: Api<Deployment> = Api::all(client.clone());
     let rss: Api<ReplicaSet> = Api::all(client.clone());
-    Controller::new(deploys, watcher::Config::default())
-        .owns(rss, watcher::Config::default())
+    Controller::new(deploys, berth_runtime::reflect::informer_config())
+        .owns(rss, berth_runtime::reflect::informer_config())
         .run(reconcile, error_policy, Arc::new(Ctx { client }))
         .for_each(|_| async {})
         .await;

@@ -203,7 +203,7 @@ where
         + Send
         + 'static,
 {
-    watcher::watcher(api, watcher::Config::default()).default_backoff()
+    watcher::watcher(api, berth_runtime::reflect::informer_config()).default_backoff()
 }
 
 async fn drain<K, S>(stream: S, mut on_event: impl FnMut(Event<K>))

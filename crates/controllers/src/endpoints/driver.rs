@@ -119,7 +119,7 @@ where
         + Send
         + 'static,
 {
-    watcher::watcher(api, watcher::Config::default())
+    watcher::watcher(api, berth_runtime::reflect::informer_config())
 }
 
 /// A FIFO of keys, each at most once.

@@ -75,12 +75,12 @@ struct Ctx {
 pub async fn run(client: kube::Client) {
     let jobs: Api<Job> = Api::all(client.clone());
     let pods: Api<Pod> = Api::all(client.clone());
-    let controller = Controller::new(jobs, watcher::Config::default())
+    let controller = Controller::new(jobs, berth_runtime::reflect::informer_config())
         // Only Job pods (the label the API server puts on generated
         // selectors), not every pod; manual-selector Jobs rely on the resync.
         .owns(
             pods,
-            watcher::Config::default().labels("batch.kubernetes.io/controller-uid"),
+            berth_runtime::reflect::informer_config().labels("batch.kubernetes.io/controller-uid"),
         )
         .run(
             reconcile,
@@ -135,7 +135,8 @@ async fn remove_finalizer(api: &Api<Pod>, p: &Pod) -> Result<(), Error> {
 /// finished or is being deleted (upstream's orphan pod handling).
 async fn release_orphans(client: kube::Client) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let cfg = watcher::Config::default().labels("batch.kubernetes.io/controller-uid");
+    let cfg =
+        berth_runtime::reflect::informer_config().labels("batch.kubernetes.io/controller-uid");
     let mut events = watcher::watcher(pods, cfg)
         .default_backoff()
         .applied_objects()

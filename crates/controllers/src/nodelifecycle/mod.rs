@@ -120,15 +120,18 @@ pub async fn run(client: kube::Client, cfg: Config) {
     let (leases, lease_writer) = reflector::store::<Lease>();
     let node_stream = reflector::reflector(
         node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
-            .modify(slim),
+        watcher(
+            Api::<Node>::all(client.clone()),
+            berth_runtime::reflect::informer_config(),
+        )
+        .default_backoff()
+        .modify(slim),
     );
     let lease_stream = reflector::reflector(
         lease_writer,
         watcher(
             Api::<Lease>::namespaced(client.clone(), LEASE_NAMESPACE),
-            watcher::Config::default(),
+            berth_runtime::reflect::informer_config(),
         )
         .default_backoff()
         .modify(|l: &mut Lease| l.metadata.managed_fields = None),

@@ -103,7 +103,7 @@ pub async fn run(client: kube::Client, config: Config) {
         Arc::new(RealClock),
     );
     let api: Api<HorizontalPodAutoscaler> = Api::all(client);
-    let mut stream = watcher(api, watcher::Config::default())
+    let mut stream = watcher(api, berth_runtime::reflect::informer_config())
         .default_backoff()
         .boxed();
     let mut tick = tokio::time::interval(config.sync_period.max(Duration::from_millis(100)));

@@ -211,7 +211,7 @@ async fn watch_quotas(
     let ar = api_resource("", "v1", "ResourceQuota", "resourcequotas");
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut specs: HashMap<(String, String), Value> = HashMap::new();
-    let stream = watcher(api, watcher::Config::default());
+    let stream = watcher(api, berth_runtime::reflect::informer_config());
     for_each_event(stream, |ev| match ev {
         watcher::Event::Apply(q) | watcher::Event::InitApply(q) => {
             let key = key_of(&q);
@@ -257,7 +257,7 @@ async fn watch_usage(
 ) {
     let api: Api<DynamicObject> = Api::all_with(client, &ar);
     let mut usage: HashMap<(String, String), ResourceList> = HashMap::new();
-    let stream = watcher(api, watcher::Config::default());
+    let stream = watcher(api, berth_runtime::reflect::informer_config());
     for_each_event(stream, |ev| match ev {
         watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
             let key = key_of(&o);
@@ -290,7 +290,7 @@ async fn watch_deletions(
     namespaces: QuotaNamespaces,
 ) {
     let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &ar);
-    let stream = watcher(api, watcher::Config::default());
+    let stream = watcher(api, berth_runtime::reflect::informer_config());
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
         match ev {

@@ -22,7 +22,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
 use serde_json::json;
 use tracing::{info, warn};
 
@@ -50,10 +49,13 @@ pub async fn run(client: kube::Client) {
         client.clone(),
         EventSource::new("statefulset-controller", ""),
     );
-    Controller::new(sets, watcher::Config::default())
+    Controller::new(sets, berth_runtime::reflect::informer_config())
         // Only StatefulSet pods: a watch of every pod would cost each pod
         // event a decode here (orphans to adopt are found by the resync).
-        .owns(pods, watcher::Config::default().labels(POD_NAME_LABEL))
+        .owns(
+            pods,
+            berth_runtime::reflect::informer_config().labels(POD_NAME_LABEL),
+        )
         .run(reconcile, error_policy, Arc::new(Ctx { client, events }))
         .for_each(|_| async {})
         .await;

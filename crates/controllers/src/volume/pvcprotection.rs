@@ -107,7 +107,7 @@ pub async fn run(client: kube::Client) {
             pvc_w,
             watcher::watcher(
                 Api::<PersistentVolumeClaim>::all(claim_client),
-                watcher::Config::default(),
+                berth_runtime::reflect::informer_config(),
             )
             .default_backoff(),
         );
@@ -129,8 +129,11 @@ pub async fn run(client: kube::Client) {
     let pod_task = tokio::spawn(async move {
         let stream = reflector::reflector(
             pod_w,
-            watcher::watcher(Api::<Pod>::all(pod_client), watcher::Config::default())
-                .default_backoff(),
+            watcher::watcher(
+                Api::<Pod>::all(pod_client),
+                berth_runtime::reflect::informer_config(),
+            )
+            .default_backoff(),
         );
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {

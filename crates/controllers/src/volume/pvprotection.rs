@@ -66,7 +66,7 @@ pub async fn run(client: kube::Client) {
             pv_w,
             watcher::watcher(
                 Api::<PersistentVolume>::all(watch_client),
-                watcher::Config::default(),
+                berth_runtime::reflect::informer_config(),
             )
             .default_backoff(),
         );

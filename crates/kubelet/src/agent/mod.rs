@@ -231,7 +231,7 @@ impl Agent {
         let (services, services_writer) = kube::runtime::reflector::store();
         let svc_api: Api<k8s_openapi::api::core::v1::Service> = Api::all(client.clone());
         tasks.push(tokio::spawn(async move {
-            let stream = watcher::watcher(svc_api, watcher::Config::default())
+            let stream = watcher::watcher(svc_api, berth_runtime::reflect::informer_config())
                 .default_backoff()
                 .reflect(services_writer)
                 .applied_objects();
@@ -443,7 +443,8 @@ async fn set_pod_cidr(client: &Client, node: &str, cidr: &str) {
 /// The pod watch: one worker per pod uid, fed the newest pod object.
 async fn watch_pods(shared: Arc<worker::Shared>) {
     let api: Api<Pod> = Api::all(shared.client.clone());
-    let wc = watcher::Config::default().fields(&format!("spec.nodeName={}", shared.node_name));
+    let wc = berth_runtime::reflect::informer_config()
+        .fields(&format!("spec.nodeName={}", shared.node_name));
     let mut events = watcher::watcher(api, wc).default_backoff().boxed();
     let mut workers: HashMap<String, watch::Sender<Option<Pod>>> = HashMap::new();
     let mut seen: HashSet<String> = HashSet::new();

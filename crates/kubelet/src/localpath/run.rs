@@ -41,7 +41,7 @@ where
 {
     let (store, writer) = reflector::store();
     tokio::spawn(async move {
-        let stream = watcher::watcher(api, watcher::Config::default())
+        let stream = watcher::watcher(api, berth_runtime::reflect::informer_config())
             .default_backoff()
             .reflect(writer)
             .touched_objects();

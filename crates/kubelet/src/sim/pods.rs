@@ -68,7 +68,7 @@ impl PodDriver {
         let api: Api<Pod> = Api::all(self.client.clone());
         // Only bound pods concern a node: unbound ones (a burst of creates) never
         // reach this process, nor cost it a decode.
-        let bound = watcher::Config::default().fields("spec.nodeName!=");
+        let bound = berth_runtime::reflect::informer_config().fields("spec.nodeName!=");
         let mut events = watcher::watcher(api, bound).default_backoff().boxed();
         let mut seen: HashSet<String> = HashSet::new();
         loop {

@@ -91,7 +91,7 @@ pub async fn run(client: Client, nodes: HashSet<String>) {
     let nodes = Arc::new(nodes);
     let api: Api<Pod> = Api::all(client.clone());
     // Only bound pods can be on a simulated node.
-    let bound = watcher::Config::default().fields("spec.nodeName!=");
+    let bound = berth_runtime::reflect::informer_config().fields("spec.nodeName!=");
     let stream = watcher::watcher(api, bound)
         .default_backoff()
         .applied_objects();
