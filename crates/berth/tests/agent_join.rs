@@ -56,6 +56,19 @@ fn agent_joins_only_a_server_whose_certificate_chains_to_server_ca() {
     let err = agent.log();
     assert!(!status.success(), "{err}");
     assert!(err.to_lowercase().contains("certificate"), "{err}");
+    // The containerd it started went with it (it was left running once).
+    let config = agent.data_dir.join("agent/containerd/config.toml");
+    common::wait_until(
+        Duration::from_secs(15),
+        "the failed agent's containerd exits",
+        || {
+            let out = std::process::Command::new("pgrep")
+                .args(["-f", &config.to_string_lossy()])
+                .output()
+                .expect("pgrep");
+            out.stdout.is_empty()
+        },
+    );
     let nodes = s.k(&["get", "nodes", "-o", "name"]);
     assert!(nodes.trim().is_empty(), "no node joined: {nodes}");
     drop(agent);

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
@@ -115,11 +117,15 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 }
 
 /// A containerd that Berth started and supervises: restarted if it dies (its
-/// containers keep running under their shims), stopped by [`ContainerdProcess::stop`].
+/// containers keep running under their shims), stopped by [`ContainerdProcess::stop`],
+/// or with a SIGTERM when dropped unstopped (an agent failing after it started
+/// containerd, e.g. on a server with another cluster's CA, must not leave it behind).
 pub struct ContainerdProcess {
     pub socket: PathBuf,
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    /// The running containerd's pid (the supervisor updates it on restarts).
+    pid: Arc<AtomicU32>,
 }
 
 /// How containerd is (re)started.
@@ -179,7 +185,12 @@ async fn terminate(child: &mut Child) {
 
 /// Restarts containerd whenever it exits (1 s doubling to 30 s between tries,
 /// reset after a minute up), until told to stop.
-async fn supervise(launch: Launch, mut child: Child, mut stop: tokio::sync::watch::Receiver<bool>) {
+async fn supervise(
+    launch: Launch,
+    mut child: Child,
+    pid: Arc<AtomicU32>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let mut delay = Duration::from_secs(1);
     let mut up_since = Instant::now();
     loop {
@@ -202,6 +213,7 @@ async fn supervise(launch: Launch, mut child: Child, mut stop: tokio::sync::watc
             match launch.spawn() {
                 Ok(c) => {
                     child = c;
+                    pid.store(child.id().unwrap_or(0), Ordering::Release);
                     up_since = Instant::now();
                     break;
                 }
@@ -249,15 +261,37 @@ impl ContainerdProcess {
         }
         info!(socket = %socket.display(), "containerd started");
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(supervise(launch, child, stop_rx));
-        Ok(Some(ContainerdProcess { socket, stop, task }))
+        let pid = Arc::new(AtomicU32::new(child.id().unwrap_or(0)));
+        let task = tokio::spawn(supervise(launch, child, pid.clone(), stop_rx));
+        Ok(Some(ContainerdProcess {
+            socket,
+            stop,
+            task,
+            pid,
+        }))
     }
 
     /// Stops containerd (SIGTERM, then SIGKILL after 10 s). Containers keep
     /// running under their shims, as with a containerd restart.
-    pub async fn stop(self) {
+    pub async fn stop(mut self) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for ContainerdProcess {
+    fn drop(&mut self) {
+        if self.task.is_finished() {
+            return;
+        }
+        // No runtime may be left to run the supervisor's graceful stop (the
+        // process is exiting): tell it not to restart, and signal containerd here.
+        let _ = self.stop.send(true);
+        let pid = self.pid.load(Ordering::Acquire);
+        if pid != 0 {
+            // SAFETY: kill(2) on the containerd this process started.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
     }
 }
 
