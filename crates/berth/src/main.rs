@@ -21,10 +21,12 @@ mod dns;
 mod eviction;
 mod footprint;
 mod images;
+mod killall;
 mod metrics;
 mod netpol;
 mod proxy;
 mod secrets_encrypt;
+mod store;
 mod tlsbootstrap;
 mod token;
 
@@ -60,6 +62,12 @@ enum Command {
     SecretsEncrypt(secrets_encrypt::SecretsEncryptArgs),
     /// Device plugins (API v1beta1) for this node's agent: sample (fake devices), nvidia.
     DevicePlugin(device_plugin::DevicePluginArgs),
+    /// Stop every container, pod sandbox, containerd-shim and Berth's containerd,
+    /// and remove the network namespaces, mounts, cgroups, nftables tables and
+    /// links Berth made (k3s-killall.sh's job); `--data-dir` limits it to one node.
+    Killall(killall::KillallArgs),
+    /// The embedded SQLite store: online backup and restore.
+    Store(store::StoreArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -748,6 +756,8 @@ fn main() -> Result<()> {
         Command::Dashboard(args) => rt.block_on(dashboard::run(args)),
         Command::SecretsEncrypt(args) => rt.block_on(secrets_encrypt::run(args)),
         Command::DevicePlugin(args) => rt.block_on(device_plugin::run(args)),
+        Command::Killall(args) => rt.block_on(killall::run(args)),
+        Command::Store(args) => store::run(args),
         Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),
     }
 }

@@ -32,6 +32,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use futures::Stream;
 
+pub mod backup;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod etcd;

@@ -453,6 +453,7 @@ impl Drop for AgentProcess {
         stop_agent(&self.kubeconfig, &sock, &mut self.child);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        killall(&self.data_dir);
         let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
@@ -465,7 +466,33 @@ impl Drop for Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if self.agent {
+            killall(&self.data_dir);
+        }
         let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// `berth killall --data-dir`, still under the agent lock: whatever the stop
+/// left of this node (pods whose deletion timed out or a server killed with
+/// SIGKILL left running, their network namespaces and mounts, the pod bridge
+/// and nftables tables) goes, so old pods' IPs never answer for the next
+/// server's pods. Tens of milliseconds when there is nothing to do.
+pub fn killall(data_dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .arg("killall")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!(
+            "berth killall --data-dir {} failed: {}{}",
+            data_dir.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("berth killall --data-dir {}: {e}", data_dir.display()),
     }
 }
 
