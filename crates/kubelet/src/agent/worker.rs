@@ -186,6 +186,22 @@ fn active_deadline_left(
     Some(Duration::from_millis(allowed.saturating_sub(elapsed)))
 }
 
+/// How long a just-killed container's status is given to learn it was an OOM kill.
+const OOM_REASON_WAIT: Duration = Duration::from_millis(300);
+
+/// containerd handles a task's OOM event and its exit event apart, and under
+/// load the exit can come first: the status then says "Error" for a container
+/// the kernel OOM-killed, and a moment later "OOMKilled". A container that died
+/// of SIGKILL (137) within the last 2 s without that reason is read again once,
+/// since a finished pod's status is written only once.
+fn oom_reason_may_be_late(s: &ContainerStatus, now: chrono::DateTime<Utc>) -> bool {
+    s.state == ContainerState::Exited
+        && s.exit_code == 137
+        && s.reason != "OOMKilled"
+        && s.finished_at
+            .is_some_and(|f| now.signed_duration_since(f) < chrono::Duration::seconds(2))
+}
+
 fn restart_policy(pod: &Pod) -> &str {
     pod.spec
         .as_ref()
@@ -561,6 +577,12 @@ impl Worker {
             let mut detailed = Vec::new();
             for c in list.iter().take(2) {
                 if let Ok(mut s) = self.rt().container_status(&c.id).await {
+                    if oom_reason_may_be_late(&s, Utc::now()) {
+                        tokio::time::sleep(OOM_REASON_WAIT).await;
+                        if let Ok(again) = self.rt().container_status(&c.id).await {
+                            s = again;
+                        }
+                    }
                     s.sandbox_id = c.sandbox_id.clone();
                     detailed.push(s);
                 }
@@ -1491,6 +1513,36 @@ mod tests {
         ] {
             let pod: Pod = serde_json::from_value(json!({"spec": spec})).unwrap();
             assert_eq!(service_account_name(&pod), want, "{spec}");
+        }
+    }
+
+    #[test]
+    fn a_fresh_sigkill_exit_is_read_again_for_its_oom_reason() {
+        let now = Utc::now();
+        let exited = |code: i32, reason: &str, ago_ms: i64| ContainerStatus {
+            state: ContainerState::Exited,
+            exit_code: code,
+            reason: reason.into(),
+            finished_at: Some(now - chrono::Duration::milliseconds(ago_ms)),
+            ..Default::default()
+        };
+        let cases = [
+            ("137 Error just now", exited(137, "Error", 100), true),
+            ("already OOMKilled", exited(137, "OOMKilled", 100), false),
+            ("137 long ago", exited(137, "Error", 5_000), false),
+            ("exit 1", exited(1, "Error", 100), false),
+            ("completed", exited(0, "Completed", 100), false),
+            (
+                "running",
+                ContainerStatus {
+                    state: ContainerState::Running,
+                    ..Default::default()
+                },
+                false,
+            ),
+        ];
+        for (case, st, want) in cases {
+            assert_eq!(oom_reason_may_be_late(&st, now), want, "{case}");
         }
     }
 
