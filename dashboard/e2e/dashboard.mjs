@@ -1,12 +1,17 @@
 // End-to-end check of the dashboard in Debian's chromium (playwright-core),
 // against a real `berth server` started by crates/berth/tests/dashboard.rs.
 // Env: BERTH_URL (https://host:port), BERTH_TOKEN (admin), BERTH_VIEW_TOKEN
-// (bound to `view` in BERTH_VIEW_NS only), BERTH_NODE (a simulated node to
-// label), SCREENSHOTS (a directory). Exits non-zero on the first failed check;
-// prints `metric name=value` lines for the Rust test to report.
+// (bound to `view` in BERTH_VIEW_NS only), BERTH_NODE (a real node agent's
+// node, to label), BERTH_NODE_COUNT (Ready nodes expected), SCREENSHOTS (a directory). Exits non-zero on the first
+// failed check; prints `metric name=value` lines for the Rust test to report.
+// Prints `restart-server` and waits for a line on stdin when it wants the
+// API server restarted (the Rust side does it behind BERTH_URL's forwarder).
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 const env = (k) => {
   const v = process.env[k];
@@ -18,14 +23,17 @@ const admin = env('BERTH_TOKEN');
 const viewToken = env('BERTH_VIEW_TOKEN');
 const viewNs = env('BERTH_VIEW_NS');
 const nodeName = env('BERTH_NODE');
+const nodeCount = Number(env('BERTH_NODE_COUNT'));
 const shots = env('SCREENSHOTS');
 mkdirSync(shots, { recursive: true });
 
-process.on('uncaughtException', async (e) => {
+const fail = async (e) => {
   console.error(e);
   await page?.screenshot({ path: `${shots}/failure.png`, fullPage: true }).catch(() => {});
   process.exit(1);
-});
+};
+process.on('uncaughtException', fail);
+process.on('unhandledRejection', fail);
 let page;
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -38,6 +46,8 @@ const browser = await chromium.launch({
 const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 860 } });
 page = await ctx.newPage();
 page.setDefaultTimeout(30_000);
+// Failed requests, for the record (watches cut by the restart step show here too).
+page.on('requestfailed', (r) => console.error(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
 const shot = (name) => page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
 const step = (s) => console.log(`step ${s}`);
 
@@ -57,36 +67,54 @@ const api = (method, path, body, contentType = 'application/json') =>
     return { status: r.status, body: await r.json() };
   }, { method, path, body, contentType });
 
-// 1. A garbage token: the login error, with the API's 401.
+// 1. A cold first load (nothing cached): the bytes of the page and its
+// assets. Then a garbage token: the login error, with the API's 401.
 step('garbage token');
 await page.goto(`${base}/dashboard/`);
+await page.waitForSelector('textarea[name=token]');
+const cold = await page.evaluate(() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const res = performance.getEntriesByType('resource');
+  return {
+    interactive: Math.round(nav.domInteractive),
+    bytes: nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0),
+    decoded: nav.decodedBodySize + res.reduce((n, r) => n + r.decodedBodySize, 0),
+  };
+});
+console.log(`metric cold_load_dom_interactive_ms=${cold.interactive}`);
+console.log(`metric cold_load_bytes_transferred=${cold.bytes} (decoded ${cold.decoded})`);
 await login('not-a-token');
 const err = await page.textContent('.login .error');
 assert.match(err, /Login failed \(401\)/);
 assert.match(err, /Unauthorized/);
 await shot('login-error');
 
-// 2. Admin login; load to interactive measured from navigation start.
+// 2. Admin login; then a reload (signed in, assets cached): from navigation
+// start to the overview showing the nodes, and the bytes of its API lists.
 step('admin login');
 await page.goto(`${base}/dashboard/`);
 await login(admin);
 await page.waitForSelector('[data-testid=nodes-ready]');
-await page.waitForFunction(() => /[1-9]\d* \/ \d+ Ready/.test(document.querySelector('[data-testid=nodes-ready]')?.textContent ?? ''));
-const load = await page.evaluate(() => {
-  const nav = performance.getEntriesByType('navigation')[0];
-  const res = performance.getEntriesByType('resource').filter((r) => r.name.includes('/dashboard/'));
+const readyNodes = () => page.waitForFunction((n) =>
+  document.querySelector('[data-testid=nodes-ready]')?.textContent === `${n} / ${n} Ready`, nodeCount);
+await readyNodes();
+await page.reload();
+await readyNodes();
+const warm = await page.evaluate(() => {
+  const res = performance.getEntriesByType('resource');
   return {
-    interactive: Math.round(nav.domInteractive),
-    bytes: nav.transferSize + res.reduce((n, r) => n + r.transferSize, 0),
+    shown: Math.round(performance.now()),
+    bytes: performance.getEntriesByType('navigation')[0].transferSize + res.reduce((n, r) => n + r.transferSize, 0),
+    lists: res.filter((r) => r.initiatorType === 'fetch').length,
   };
 });
-console.log(`metric dom_interactive_ms=${load.interactive}`);
-console.log(`metric page_bytes_transferred=${load.bytes}`);
+console.log(`metric signed_in_load_to_nodes_shown_ms=${warm.shown}`);
+console.log(`metric signed_in_load_bytes_transferred=${warm.bytes} (${warm.lists} API lists; watch streams not counted)`);
 await shot('overview');
 
 // 3. A Deployment whose pods cannot be placed yet (a nodeSelector no node
-// matches): rows appear Pending; labelling a node lets them run, and the same
-// rows turn Running without a reload.
+// matches): rows appear Pending; labelling the agent's node lets them run on
+// real containers, and the same rows turn Running without a reload.
 step('deployment rollout');
 await page.evaluate(() => { window.__sameDocument = true; });
 await page.fill('input[name=namespace]', 'default');
@@ -96,13 +124,18 @@ const dep = {
   apiVersion: 'apps/v1', kind: 'Deployment',
   metadata: { name: 'dash-web', labels: { app: 'dash-web' } },
   spec: {
-    replicas: 3,
+    replicas: 2,
     selector: { matchLabels: { app: 'dash-web' } },
     template: {
       metadata: { labels: { app: 'dash-web' } },
       spec: {
         nodeSelector: { 'dashboard-e2e': 'yes' },
-        containers: [{ name: 'web', image: 'nginx:1.27', resources: { requests: { cpu: '250m', memory: '256Mi' } } }],
+        terminationGracePeriodSeconds: 1,
+        containers: [{
+          name: 'ticker', image: 'busybox',
+          command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo tick $i; sleep 1; done'],
+          resources: { requests: { cpu: '100m', memory: '32Mi' } },
+        }],
       },
     },
   },
@@ -110,19 +143,20 @@ const dep = {
 const created = await api('POST', '/apis/apps/v1/namespaces/default/deployments', dep);
 assert.equal(created.status, 201, JSON.stringify(created.body));
 await page.waitForFunction(() =>
-  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Pending]').length === 3);
+  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Pending]').length === 2);
 await shot('pods-pending');
 const labelled = await api('PATCH', `/api/v1/nodes/${nodeName}`, { metadata: { labels: { 'dashboard-e2e': 'yes' } } },
   'application/merge-patch+json');
 assert.equal(labelled.status, 200, JSON.stringify(labelled.body));
 await page.waitForFunction(() =>
-  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Running]').length === 3, null,
+  document.querySelectorAll('[data-testid=pod-row][data-pod^="dash-web-"][data-status=Running]').length === 2, null,
   { timeout: 60_000 });
 assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded');
 await shot('pods-running');
 
-// 4. Pod detail: containers, conditions, events, and why it landed where it did.
-step('pod detail');
+// 4. Pod detail: containers, conditions, events, why it landed where it did,
+// and its log followed: a line written after the log opened shows up.
+step('pod detail and logs');
 await page.click('[data-testid=pod-row][data-pod^="dash-web-"]');
 await page.waitForSelector('[data-testid=pod-status]');
 await page.waitForFunction(() => /Scheduled/.test(document.querySelector('[data-testid=why-here]')?.textContent ?? ''));
@@ -130,7 +164,17 @@ const why = await page.textContent('[data-testid=why-here]');
 assert.match(why, new RegExp(`Successfully assigned default/dash-web-[a-z0-9-]+ to ${nodeName}`));
 assert.match(why, /FailedScheduling/);
 await page.click('[data-testid=open-logs]');
-await page.waitForSelector('[data-testid=logs]');
+const lastTick = () => page.evaluate(() => {
+  const m = [...(document.querySelector('[data-testid=logs]')?.textContent ?? '').matchAll(/tick (\d+)/g)];
+  return m.length ? Number(m[m.length - 1][1]) : 0;
+});
+await page.waitForFunction(() => /tick \d+/.test(document.querySelector('[data-testid=logs]')?.textContent ?? ''));
+const first = await lastTick();
+await page.waitForFunction((n) => {
+  const m = [...(document.querySelector('[data-testid=logs]')?.textContent ?? '').matchAll(/tick (\d+)/g)];
+  return m.length && Number(m[m.length - 1][1]) > n;
+}, first, { timeout: 15_000 });
+console.log(`logs: followed from tick ${first} to tick ${await lastTick()}`);
 await shot('pod-detail');
 
 // 5. Nodes: the stacked capacity bars, with the Deployment's requests on the labelled node.
@@ -138,7 +182,7 @@ step('nodes');
 await page.click('a[href="#/nodes"]');
 await page.waitForSelector('[data-testid=node-card] canvas');
 const card = page.locator('[data-testid=node-card]', { hasText: nodeName });
-await card.getByText(/cpu: capacity [\d.]+ cores, allocatable [\d.]+ cores, requested 0.75 cores/).waitFor();
+await card.getByText(/cpu: capacity [\d.]+ cores, allocatable [\d.]+ cores, requested 0\.20 cores/).waitFor();
 await shot('nodes');
 
 // 6. Workloads: rollout state, then a replicas edit through the page.
@@ -148,16 +192,47 @@ const row = page.locator('[data-testid=workload-dash-web]');
 await row.locator('[data-testid=rollout]', { hasText: 'Complete' }).waitFor({ timeout: 60_000 });
 await row.locator('input[name=replicas]').fill('1');
 await row.locator('[data-testid=scale]').click();
-await row.locator('td', { hasText: '1/1' }).waitFor({ timeout: 60_000 });
-await page.waitForFunction(() => true);
+await row.locator('td', { hasText: /^1\/1$/ }).waitFor({ timeout: 60_000 });
+await row.locator('[data-testid=rollout]', { hasText: 'Complete' }).waitFor({ timeout: 60_000 });
 await shot('workloads');
 
-// 7. A token bound to `view` in one namespace: that namespace's pods, and the
+// 7. An API server restart: the watches reconnect (resuming from the last
+// resourceVersion, or relisting on 410) and a pod made afterwards shows up
+// without a reload.
+step('api server restart');
+await page.click('a[href="#/pods"]');
+await page.waitForSelector('[data-testid=pod-row][data-pod^="dash-web-"]');
+const before = await page.evaluate(() => ({ ...window.__berthWatchStats }));
+console.log('restart-server');
+const answer = await stdinLines.next();
+assert.equal(answer.value, 'restarted', 'the test did not restart the server');
+// Every watch of the pods view back: some resumed or relisted since, none waiting.
+await page.waitForFunction((b) => {
+  const s = window.__berthWatchStats;
+  return s.resumes + s.relists > b.resumes + b.relists && s.reconnecting === 0;
+}, before, { timeout: 30_000 }).catch(async (e) => {
+  throw new Error(`the watches did not reconnect: ${JSON.stringify(await page.evaluate(() => window.__berthWatchStats))}: ${e}`);
+});
+await page.waitForSelector('[data-testid=live][data-reconnecting="0"]');
+const after = await page.evaluate(() => ({ ...window.__berthWatchStats }));
+console.log(`metric watch_resumes=${after.resumes - before.resumes}`);
+console.log(`metric watch_relists=${after.relists - before.relists}`);
+const late = {
+  apiVersion: 'v1', kind: 'Pod', metadata: { name: 'after-restart' },
+  spec: { nodeSelector: { 'dashboard-e2e': 'nowhere' }, containers: [{ name: 'c', image: 'busybox' }] },
+};
+const made = await api('POST', '/api/v1/namespaces/default/pods', late);
+assert.equal(made.status, 201, JSON.stringify(made.body));
+await page.waitForSelector('[data-testid=pod-row][data-pod="after-restart"][data-status=Pending]', { timeout: 20_000 });
+assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page reloaded');
+await shot('after-restart');
+
+// 8. A token bound to `view` in one namespace: that namespace's pods, and the
 // API's 403 message for the cluster-wide list; its scale button gets the API's answer.
 step('view-only user');
 await page.click('text=Sign out');
 await login(viewToken);
-await page.waitForSelector('[data-testid=nodes-ready], .login .error');
+await page.waitForSelector('[data-testid=live], .login .error');
 assert.equal(await page.locator('.login .error').count(), 0, await page.locator('.login .error').first().textContent().catch(() => ''));
 await page.fill('input[name=namespace]', '');
 await page.press('input[name=namespace]', 'Enter');
@@ -180,3 +255,4 @@ await shot('view-scale-denied');
 
 await browser.close();
 console.log('e2e ok');
+process.exit(0);

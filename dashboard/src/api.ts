@@ -67,6 +67,15 @@ export const create = (path: string, body: unknown) =>
 
 type Listener = (items: Map<string, Obj>, error: ApiError | null) => void;
 
+/**
+ * How the page's live lists are doing, for the header's indicator (and the
+ * browser test): watches resumed from their last resourceVersion after a
+ * dropped connection, relists after 410 Gone, and how many are waiting to
+ * reconnect now.
+ */
+export const watchStats = { resumes: 0, relists: 0, reconnecting: 0 };
+(globalThis as any).__berthWatchStats = watchStats;
+
 const key = (o: Obj) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -103,7 +112,6 @@ export class Watch {
   items = new Map<string, Obj>();
   error: ApiError | null = null;
   rv = '';
-  relists = 0;
   private ctl = new AbortController();
   private pending = false;
 
@@ -133,7 +141,6 @@ export class Watch {
     const l = await request(this.url(''), { signal: this.ctl.signal });
     this.items = new Map((l.items ?? []).map((o: Obj) => [key(o), o]));
     this.rv = l.metadata?.resourceVersion ?? '';
-    this.relists++;
     this.error = null;
     this.notify();
   }
@@ -142,6 +149,14 @@ export class Watch {
     const signal = this.ctl.signal;
     let backoff = 500;
     let needList = true;
+    // Set while this watch is between a dropped connection and its next answer.
+    let broken = false;
+    // Set when this reconnection had to relist (410 Gone) rather than resume.
+    let relisted = false;
+    const healed = () => {
+      if (broken) watchStats.reconnecting--;
+      broken = false;
+    };
     while (!signal.aborted) {
       try {
         if (needList) await this.list();
@@ -151,10 +166,15 @@ export class Watch {
           { headers: headers(), signal },
         );
         if (r.status === 410) {
+          watchStats.relists++;
+          relisted = true;
           needList = true;
           continue;
         }
         if (!r.ok || !r.body) throw await failure(r);
+        if (broken && !relisted) watchStats.resumes++;
+        relisted = false;
+        healed();
         backoff = 500;
         for await (const line of lines(r.body, signal)) {
           if (!line.trim()) continue;
@@ -162,7 +182,11 @@ export class Watch {
           const o: Obj = ev.object;
           if (ev.type === 'ERROR') {
             // 410 Gone: our resourceVersion is too old; relist.
-            if (o?.code === 410) needList = true;
+            if (o?.code === 410) {
+              watchStats.relists++;
+              relisted = true;
+              needList = true;
+            }
             break;
           }
           if (o?.metadata?.resourceVersion) this.rv = o.metadata.resourceVersion;
@@ -172,10 +196,14 @@ export class Watch {
           this.notify();
         }
       } catch (e) {
-        if (signal.aborted) return;
+        if (signal.aborted) {
+          healed();
+          return;
+        }
         if (e instanceof ApiError && e.code >= 400 && e.code < 500 && e.code !== 410 && e.code !== 429) {
           // Forbidden, Unauthorized: show the API's answer and try again slowly
           // (a RoleBinding may be granted meanwhile).
+          healed();
           this.error = e;
           this.items = new Map();
           this.notify();
@@ -185,10 +213,14 @@ export class Watch {
         }
         // A dropped connection (server restart): resume from the last
         // resourceVersion after a short backoff.
+        if (!broken) watchStats.reconnecting++;
+        broken = true;
         await sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);
       }
     }
+    // Stopped while reconnecting (its view closed): no longer waiting.
+    healed();
   }
 }
 

@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useState } from 'preact/hooks';
-import { ApiError, clearToken, getToken, request, setToken } from './api';
-import { useHash } from './hooks';
+import { ApiError, clearToken, getToken, request, setToken, watchStats } from './api';
+import { useHash, useTick } from './hooks';
 import { Overview } from './views/overview';
 import { PodDetail, Pods } from './views/pods';
 import { Nodes } from './views/nodes';
@@ -45,6 +45,20 @@ const NAV = [
   ['#/workloads', 'Workloads'],
 ];
 
+// Whether the live lists are connected: read from the watches' own counters
+// once a second (a clock, not a request).
+function LiveState() {
+  useTick(1000);
+  const { reconnecting, resumes, relists } = watchStats;
+  return (
+    <span class={reconnecting ? 'bad' : 'ok'} data-testid="live" data-reconnecting={reconnecting}
+      data-resumes={resumes} data-relists={relists}
+      title={`watches resumed ${resumes}×, relisted ${relists}×`}>
+      {reconnecting ? `● reconnecting (${reconnecting})` : '● live'}
+    </span>
+  );
+}
+
 function App() {
   const [authed, setAuthed] = useState(getToken() !== '');
   const [ns, setNs] = useState(sessionStorage.getItem('berth-dashboard-ns') ?? '');
@@ -75,6 +89,7 @@ function App() {
           <input name="namespace" placeholder="all namespaces" value={ns}
             onChange={(e) => changeNs((e.target as HTMLInputElement).value.trim())} />
         </label>
+        <LiveState />
         <button onClick={() => { clearToken(); setAuthed(false); }}>Sign out</button>
       </header>
       <main>{view}</main>

@@ -53,35 +53,81 @@ export function Pods({ ns }: { ns: string }) {
   );
 }
 
-// Follows a container's log (`/log?follow=true`) as a streamed fetch.
+// An RFC 3339 timestamp as a string that sorts in time order (UTC, the
+// fraction padded to nanoseconds), to drop lines seen before a resume.
+function tsKey(ts: string): string {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z$/.exec(ts);
+  return m ? `${m[1]}.${(m[2] ?? '').padEnd(9, '0')}` : '';
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Follows a container's log (`/log?follow=true&timestamps=true`) as a streamed
+ * fetch. A dropped stream (the browser's connection reset, a server restart)
+ * resumes with `sinceTime` at the last line's timestamp, dropping the lines it
+ * already shows; an API error (403, 400) is shown and not retried; the stream
+ * ending means the container exited.
+ */
 function Logs({ ns, name, container }: { ns: string; name: string; container: string }) {
   const [text, setText] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
+  const [state, setState] = useState('following');
   const pre = useRef<HTMLPreElement>(null);
   useEffect(() => {
     const ctl = new AbortController();
     setText('');
     setError(null);
+    let lastRaw = '';
+    let lastKey = '';
     (async () => {
-      const r = await fetch(
-        `/api/v1/namespaces/${ns}/pods/${name}/log?follow=true&tailLines=500&container=${encodeURIComponent(container)}`,
-        { headers: { Authorization: `Bearer ${getToken()}` }, signal: ctl.signal },
-      );
-      if (!r.ok || !r.body) {
-        const t = await r.text();
-        let msg = t;
-        try { msg = JSON.parse(t).message ?? t; } catch { /* plain text */ }
-        setError(new ApiError(r.status, msg));
-        return;
+      let backoff = 500;
+      while (!ctl.signal.aborted) {
+        try {
+          const from = lastRaw ? `sinceTime=${encodeURIComponent(lastRaw)}` : 'tailLines=500';
+          const r = await fetch(
+            `/api/v1/namespaces/${ns}/pods/${name}/log?follow=true&timestamps=true&${from}&container=${encodeURIComponent(container)}`,
+            { headers: { Authorization: `Bearer ${getToken()}` }, signal: ctl.signal },
+          );
+          if (!r.ok || !r.body) {
+            const t = await r.text();
+            let msg = t;
+            try { msg = JSON.parse(t).message ?? t; } catch { /* plain text */ }
+            setError(new ApiError(r.status, msg));
+            setState('stopped');
+            return;
+          }
+          setState('following');
+          backoff = 500;
+          for await (const l of lines(r.body, ctl.signal)) {
+            const sp = l.indexOf(' ');
+            const ts = sp > 0 ? l.slice(0, sp) : '';
+            const k = tsKey(ts);
+            if (k && lastKey && k <= lastKey) continue;
+            if (k) {
+              lastKey = k;
+              lastRaw = ts;
+            }
+            const shown = k ? l.slice(sp + 1) : l;
+            setText((t) => (t + shown + '\n').slice(-200_000));
+          }
+          setState('ended');
+          return;
+        } catch {
+          if (ctl.signal.aborted) return;
+          setState('reconnecting');
+          await sleep(backoff);
+          backoff = Math.min(backoff * 2, 5000);
+        }
       }
-      for await (const l of lines(r.body, ctl.signal)) setText((t) => (t + l + '\n').slice(-200_000));
-    })().catch((e) => { if (!ctl.signal.aborted) setError(new ApiError(0, String(e))); });
+    })();
     return () => ctl.abort();
   }, [ns, name, container]);
   useEffect(() => { pre.current?.scrollTo(0, pre.current.scrollHeight); }, [text]);
   return (
     <div>
       <Problem error={error} />
+      <p class="muted" data-testid="logs-state">{state === 'ended' ? 'log ended (container exited)' : state}</p>
       <pre class="logs" data-testid="logs" ref={pre}>{text}</pre>
     </div>
   );
