@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use common::{Server, stdout, wait_until};
 
-const WEB: &str = "apiVersion: v1
+/// A pod serving `body` over HTTP on port 8080, with an emptyDir (a mount).
+fn web(body: &str) -> String {
+    format!(
+        "apiVersion: v1
 kind: Pod
 metadata:
   name: web
@@ -22,13 +25,15 @@ spec:
   containers:
   - name: c
     image: busybox
-    command: [sh, -c, 'echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp']
+    command: [sh, -c, 'echo {body} > /tmp/index.html; exec httpd -f -p 8080 -h /tmp']
     volumeMounts:
-    - {name: scratch, mountPath: /scratch}
+    - {{name: scratch, mountPath: /scratch}}
   volumes:
   - name: scratch
-    emptyDir: {medium: Memory}
-";
+    emptyDir: {{medium: Memory}}
+"
+    )
+}
 
 fn run(program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
@@ -94,12 +99,42 @@ fn mounts_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn http_ok(ip: &str) -> bool {
+/// What the pod at `ip` serves (empty when nothing answers).
+fn http_get(ip: &str) -> String {
     let out = run(
         "curl",
         &["-s", "-m", "2", &format!("http://{ip}:8080/index.html")],
     );
-    out.trim() == "ok"
+    out.trim().to_string()
+}
+
+fn http_ok(ip: &str) -> bool {
+    http_get(ip) == "ok"
+}
+
+/// A server with its node agent, Ready, running [`web`] with `body`; the pod's IP.
+fn start_web(tag: &str, body: &str) -> (Server, String) {
+    let s = Server::start_with_agent(tag);
+    wait_until(Duration::from_secs(60), "node Ready", || {
+        stdout(&s.kubectl(&[
+            "get",
+            "nodes",
+            "-o",
+            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
+        ])) == "True"
+    });
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&web(body)));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    wait_until(Duration::from_secs(60), "pod web Running", || {
+        stdout(&s.kubectl(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"])) == "Running"
+    });
+    let ip = s.k(&["get", "pod", "web", "-o", "jsonpath={.status.podIP}"]);
+    wait_until(
+        Duration::from_secs(20),
+        "the pod answering on its IP",
+        || http_get(&ip) == body,
+    );
+    (s, ip)
 }
 
 /// The server killed with SIGKILL, its containerd still running: killall
@@ -118,27 +153,8 @@ fn killall_without_containerd_kills_the_shims_itself() {
 }
 
 fn kill9_then_killall(tag: &str, kill_containerd: bool) {
-    let mut s = Server::start_with_agent(tag);
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        stdout(&s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ])) == "True"
-    });
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(WEB));
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    wait_until(Duration::from_secs(60), "pod web Running", || {
-        stdout(&s.kubectl(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"])) == "Running"
-    });
-    let ip = s.k(&["get", "pod", "web", "-o", "jsonpath={.status.podIP}"]);
+    let (mut s, ip) = start_web(tag, "ok");
     let cidr = s.k(&["get", "nodes", "-o", "jsonpath={.items[0].spec.podCIDR}"]);
-    wait_until(
-        Duration::from_secs(20),
-        "the pod answering on its IP",
-        || http_ok(&ip),
-    );
     let dir = s.data_dir.clone();
     let sock = dir.join("agent/containerd/containerd.sock");
     let sock = sock.to_string_lossy().into_owned();
@@ -270,6 +286,18 @@ fn kill9_then_killall(tag: &str, kill_containerd: bool) {
         "{}",
         stdout(&again)
     );
+    if !kill_containerd {
+        return;
+    }
+
+    // The next server on this machine gets the same pod IP: only its own pod
+    // answers there (before killall, the old pod kept the IP and answered ARP).
+    drop(s);
+    let (_s2, ip2) = start_web(&format!("{tag}-next"), "new");
+    assert_eq!(ip2, ip, "the next server's pod got another IP");
+    for _ in 0..10 {
+        assert_eq!(http_get(&ip2), "new", "another pod answered on {ip2}");
+    }
 }
 
 #[test]
