@@ -182,7 +182,7 @@ step('nodes');
 await page.click('a[href="#/nodes"]');
 await page.waitForSelector('[data-testid=node-card] canvas');
 const card = page.locator('[data-testid=node-card]', { hasText: nodeName });
-await card.getByText(/cpu: capacity [\d.]+ cores, allocatable [\d.]+ cores, requested 0\.20 cores/).waitFor();
+await card.getByText(/cpu: capacity [\d.]+ cores, allocatable [\d.]+ cores, requested 0\.20 cores, kept back [\d.]+ cores/).waitFor();
 await shot('nodes');
 
 // 6. Workloads: rollout state, then a replicas edit through the page.
@@ -252,6 +252,64 @@ await vrow.locator('[data-testid=scale]').click();
 const denied = await vrow.locator('.error').textContent();
 assert.match(denied, /403 Forbidden: deployments.apps "[^"]+" is forbidden: User "system:serviceaccount:[^"]+" cannot patch resource "deployments"/);
 await shot('view-scale-denied');
+
+// 9. A namespace of 1,000 pods (Pending: no scheduler takes them, so the
+// measurement is the page's, not the scheduler's): a signed-in reload of the
+// pods view, from navigation start, and from the list's arrival, to the rows.
+step('1000 pods');
+await page.click('text=Sign out');
+await login(admin);
+await page.waitForSelector('[data-testid=live]');
+const ns = await api('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'load' } });
+assert.equal(ns.status, 201, JSON.stringify(ns.body));
+const made1000 = await page.evaluate(async () => {
+  const t0 = performance.now();
+  const token = sessionStorage.getItem('berth-dashboard-token');
+  const one = async (i) => {
+    const body = JSON.stringify({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: `load-${i}`, labels: { app: 'load' } },
+      spec: { schedulerName: 'dashboard-e2e-none', containers: [{ name: 'c', image: 'busybox' }] },
+    });
+    // The namespace's default ServiceAccount may not exist for a moment.
+    for (let attempt = 0; ; attempt++) {
+      const r = await fetch('/api/v1/namespaces/load/pods', {
+        method: 'POST', body, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      });
+      if (r.status === 201) return;
+      if (attempt >= 50) throw new Error(`pod load-${i}: ${r.status} ${await r.text()}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  };
+  let next = 0;
+  await Promise.all(Array.from({ length: 16 }, async () => { while (next < 1000) await one(next++); }));
+  return Math.round(performance.now() - t0);
+});
+console.log(`created 1000 pods in ${made1000} ms`);
+await page.fill('input[name=namespace]', 'load');
+await page.press('input[name=namespace]', 'Enter');
+await page.click('a[href="#/pods"]');
+await page.waitForFunction(() => document.querySelector('[data-testid=pod-count]')?.textContent === '1000 pods');
+await page.reload();
+await page.waitForFunction(() => document.querySelector('[data-testid=pod-count]')?.textContent === '1000 pods'
+  && document.querySelectorAll('[data-testid=pod-row]').length > 0);
+const big = await page.evaluate(() => {
+  const shown = performance.now();
+  const list = performance.getEntriesByType('resource')
+    .filter((r) => r.name.includes('/api/v1/namespaces/load/pods') && !r.name.includes('watch='))
+    .pop();
+  return {
+    shown: Math.round(shown),
+    afterList: list ? Math.round(shown - list.responseEnd) : -1,
+    listBytes: list?.transferSize ?? -1,
+    rows: document.querySelectorAll('[data-testid=pod-row]').length,
+  };
+});
+assert.ok(big.afterList >= 0, 'the pod list request was not seen');
+console.log(`metric pods1000_load_to_rows_ms=${big.shown}`);
+console.log(`metric pods1000_list_to_rows_ms=${big.afterList}`);
+console.log(`metric pods1000_list_bytes=${big.listBytes}`);
+console.log(`pods1000: ${big.rows} rows in the DOM (virtualised)`);
+await shot('pods-1000');
 
 await browser.close();
 console.log('e2e ok');

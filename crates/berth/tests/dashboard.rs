@@ -302,6 +302,7 @@ fn dashboard_in_chromium() {
         "view-forbidden",
         "view-namespace",
         "view-scale-denied",
+        "pods-1000",
     ] {
         assert!(
             shots.join(format!("{name}.png")).is_file(),

@@ -47,7 +47,7 @@ function NodeBars({ node, req }: { node: Obj; req: { cpu: number; memory: number
             datasets: [
               { label: 'requested', data: bars.map((b) => (b.cap ? (100 * b.used) / b.cap : 0)), backgroundColor: '#4a7bd0' },
               { label: 'allocatable free', data: bars.map((b) => (b.cap ? (100 * b.free) / b.cap : 0)), backgroundColor: '#9cc4a4' },
-              { label: 'reserved + eviction threshold', data: bars.map((b) => (b.cap ? (100 * b.reserved) / b.cap : 0)), backgroundColor: '#c9c9c9' },
+              { label: 'kept back (kube-reserved + system-reserved + eviction threshold)', data: bars.map((b) => (b.cap ? (100 * b.reserved) / b.cap : 0)), backgroundColor: '#c9c9c9' },
             ],
           },
           options: {
@@ -58,8 +58,10 @@ function NodeBars({ node, req }: { node: Obj; req: { cpu: number; memory: number
         }}
       />
       <p class="muted">
-        {bars.map((b) => `${b.res}: capacity ${fmt(b.res, b.cap)}, allocatable ${fmt(b.res, b.alloc)}, requested ${fmt(b.res, b.used)}`).join(' · ')}
+        {bars.map((b) => `${b.res}: capacity ${fmt(b.res, b.cap)}, allocatable ${fmt(b.res, b.alloc)}, requested ${fmt(b.res, b.used)}, kept back ${fmt(b.res, b.reserved)}`).join(' · ')}
       </p>
+      <p class="muted">The Node publishes capacity and allocatable only: how much of what it keeps back is
+        kube-reserved, system-reserved or the eviction threshold is not published, so it is one segment.</p>
     </div>
   );
 }
