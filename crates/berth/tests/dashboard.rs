@@ -310,3 +310,66 @@ fn dashboard_in_chromium() {
         );
     }
 }
+
+/// `dashboard/dist` (what `cargo build` embeds) is the build of the committed
+/// sources: a change to `dashboard/src` without `npm run build` fails here.
+/// The build is reproducible (content-hashed names, no timestamps).
+#[test]
+fn committed_assets_are_the_build_of_the_sources() {
+    let dash = repo_root().join("dashboard");
+    assert!(
+        dash.join("node_modules/.bin/vite").exists(),
+        "dashboard/node_modules is missing: run scripts/install-deps (npm ci in dashboard/)"
+    );
+    let tsc = Command::new(dash.join("node_modules/.bin/tsc"))
+        .arg("--noEmit")
+        .current_dir(&dash)
+        .output()
+        .expect("run tsc");
+    assert!(
+        tsc.status.success(),
+        "tsc: {}{}",
+        stdout(&tsc),
+        stderr(&tsc)
+    );
+    let out = common::temp_dir("dashboard-build");
+    let vite = Command::new(dash.join("node_modules/.bin/vite"))
+        .args(["build", "--emptyOutDir", "--outDir"])
+        .arg(&out)
+        .current_dir(&dash)
+        .output()
+        .expect("run vite build");
+    assert!(vite.status.success(), "vite build: {}", stderr(&vite));
+    let files = |root: &std::path::Path| {
+        let mut v = Vec::new();
+        let mut dirs = vec![root.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).expect("read a build dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    let rel = p.strip_prefix(root).expect("under root").to_path_buf();
+                    v.push((rel, std::fs::read(&p).expect("read a built file")));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let (built, committed) = (files(&out), files(&dash.join("dist")));
+    let names = |v: &[(PathBuf, Vec<u8>)]| v.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&built),
+        names(&committed),
+        "dashboard/dist is stale: run `npm run build` in dashboard/ and commit dist"
+    );
+    for ((p, a), (_, b)) in built.iter().zip(&committed) {
+        assert!(
+            a == b,
+            "dashboard/dist/{} differs from a fresh build",
+            p.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
