@@ -472,18 +472,96 @@ pub async fn run(args: KillallArgs) -> Result<()> {
         Some(d) => Scope::DataDir(std::path::absolute(d)?),
         None => Scope::Machine,
     };
+    let k = Killall {
+        me: std::process::id() as i32,
+        scope,
+    };
     let mut report = Report::default();
-    let me = std::process::id() as i32;
-
-    // 1. The Berth processes, so nothing restarts what follows.
+    // Data dirs as first seen, before their processes go.
+    let first = k.roles();
+    k.stop_berth_processes(&first, &mut report);
+    let containerd_dirs = k.stop_pods_through_containerd(&mut report).await;
+    let pods = k.kill_shims(&mut report);
+    k.stop_containerd(&mut report);
+    k.remove_netns(&pods.netns, &mut report);
+    let data_dirs = scope_data_dirs(&k.scope, &first, &containerd_dirs);
+    for dir in &data_dirs {
+        unmount_under(dir, &mut report);
+    }
+    let removed = remove_cgroups(&pods.cgroups);
+    if removed > 0 {
+        report.did(format!("removed {removed} pod cgroup dir(s)"));
+    }
+    for dir in &data_dirs {
+        release_ips(dir, &mut report);
+    }
+    let caches = remove_cni_results(&k.scope);
+    if caches > 0 {
+        report.did(format!(
+            "removed {caches} CNI result cache(s) in {CNI_RESULTS_DIR}"
+        ));
+    }
+    // Node-wide networking, unless another Berth node still uses it.
     let procs = read_procs();
-    let roles = classify(&procs, me);
-    let berths: Vec<i32> = roles
-        .iter()
-        .filter(|(_, r)| matches!(r, Role::Berth { data_dir, .. } if scope.covers(data_dir)))
-        .map(|(p, _)| *p)
-        .collect();
-    if !berths.is_empty() {
+    let others = other_nodes(&procs, &classify(&procs, k.me));
+    if others.is_empty() {
+        remove_node_networking(&mut report);
+    } else {
+        println!(
+            "kept the {} bridge, the nodelocaldns link and the nftables tables: another Berth node runs here (process {})",
+            berth_kubelet::cni::BRIDGE,
+            pid_list(&others)
+        );
+    }
+    if report.lines.is_empty() {
+        match &k.scope {
+            Scope::Machine => println!(
+                "Nothing to do: no Berth processes, pods, network namespaces, mounts, nftables tables or links on this machine."
+            ),
+            Scope::DataDir(d) => println!(
+                "Nothing to do: no Berth processes, pods, network namespaces or mounts of {} on this machine.",
+                d.display()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// One run: what it acts on, and its own pid (never a target).
+struct Killall {
+    me: i32,
+    scope: Scope,
+}
+
+/// What the killed pods' processes were in.
+struct PodTraces {
+    netns: BTreeSet<u64>,
+    cgroups: BTreeSet<PathBuf>,
+}
+
+impl Killall {
+    fn roles(&self) -> Vec<(i32, Role)> {
+        classify(&read_procs(), self.me)
+    }
+
+    /// Pids of the processes in scope with a role `which` accepts.
+    fn pids(&self, roles: &[(i32, Role)], which: impl Fn(&Role) -> Option<&Path>) -> Vec<i32> {
+        roles
+            .iter()
+            .filter(|(_, r)| which(r).is_some_and(|d| self.scope.covers(d)))
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// `berth server`/`berth agent` first, so nothing restarts what follows.
+    fn stop_berth_processes(&self, roles: &[(i32, Role)], report: &mut Report) {
+        let berths = self.pids(roles, |r| match r {
+            Role::Berth { data_dir, .. } => Some(data_dir),
+            _ => None,
+        });
+        if berths.is_empty() {
+            return;
+        }
         let left = terminate(&berths, Duration::from_secs(10));
         report.did(format!(
             "stopped berth server/agent process(es) {}",
@@ -494,59 +572,66 @@ pub async fn run(args: KillallArgs) -> Result<()> {
         }
     }
 
-    // 2. Pod sandboxes through containerd while it answers: CNI DEL runs.
-    let procs = read_procs();
-    let roles = classify(&procs, me);
-    let containerds: Vec<(i32, PathBuf)> = roles
-        .iter()
-        .filter_map(|(p, r)| match r {
-            Role::Containerd { data_dir } if scope.covers(data_dir) => Some((*p, data_dir.clone())),
-            _ => None,
-        })
-        .collect();
-    for (_, data_dir) in &containerds {
-        let sock = data_dir.join("agent/containerd/containerd.sock");
-        match stop_sandboxes(&sock).await {
-            Ok(names) if names.is_empty() => {}
-            Ok(names) => report.did(format!(
-                "stopped and removed {} pod sandbox(es) through {}: {}",
-                names.len(),
-                sock.display(),
-                names.join(", ")
-            )),
-            Err(e) => eprintln!(
-                "warning: pod sandboxes not stopped through {}: {e}",
-                sock.display()
-            ),
+    /// Pod sandboxes through each containerd in scope while it answers, so
+    /// CNI DEL runs; the containerds' data dirs.
+    async fn stop_pods_through_containerd(&self, report: &mut Report) -> Vec<PathBuf> {
+        let dirs: Vec<PathBuf> = self
+            .roles()
+            .into_iter()
+            .filter_map(|(_, r)| match r {
+                Role::Containerd { data_dir } if self.scope.covers(&data_dir) => Some(data_dir),
+                _ => None,
+            })
+            .collect();
+        for data_dir in &dirs {
+            let sock = data_dir.join("agent/containerd/containerd.sock");
+            match stop_sandboxes(&sock).await {
+                Ok(names) if names.is_empty() => {}
+                Ok(names) => report.did(format!(
+                    "stopped and removed {} pod sandbox(es) through {}: {}",
+                    names.len(),
+                    sock.display(),
+                    names.join(", ")
+                )),
+                Err(e) => eprintln!(
+                    "warning: pod sandboxes not stopped through {}: {e}",
+                    sock.display()
+                ),
+            }
         }
+        dirs
     }
 
-    // 3. Every shim left and what runs under it (containers, pause).
-    let procs = read_procs();
-    let roles = classify(&procs, me);
-    let shims: Vec<i32> = roles
-        .iter()
-        .filter(|(_, r)| matches!(r, Role::Shim { data_dir } if scope.covers(data_dir)))
-        .map(|(p, _)| *p)
-        .collect();
-    let tree = process_trees(&procs, &shims);
-    let all_mounts = mounts();
-    let mut netns: BTreeSet<u64> = BTreeSet::new();
-    let mut cgroups: BTreeSet<PathBuf> = BTreeSet::new();
-    for pid in &tree {
-        // Only what runs in a pod: the shims themselves live in the host's.
-        if shims.contains(pid) {
-            continue;
+    /// SIGKILL to every shim left and what runs under it (containers,
+    /// pause); the network namespaces and cgroups those were in.
+    fn kill_shims(&self, report: &mut Report) -> PodTraces {
+        let procs = read_procs();
+        let shims = self.pids(&classify(&procs, self.me), |r| match r {
+            Role::Shim { data_dir } => Some(data_dir),
+            _ => None,
+        });
+        let tree = process_trees(&procs, &shims);
+        let all_mounts = mounts();
+        let mut traces = PodTraces {
+            netns: BTreeSet::new(),
+            cgroups: BTreeSet::new(),
+        };
+        for pid in &tree {
+            // Only what runs in a pod: the shims themselves live in the host's.
+            if shims.contains(pid) {
+                continue;
+            }
+            traces.netns.extend(netns_inode(*pid));
+            if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) {
+                traces.cgroups.extend(cgroup_dirs(&text, &all_mounts));
+            }
         }
-        netns.extend(netns_inode(*pid));
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) {
-            cgroups.extend(cgroup_dirs(&text, &all_mounts));
+        if let Some(host) = netns_inode(self.me) {
+            traces.netns.remove(&host);
         }
-    }
-    if let Some(host) = netns_inode(me) {
-        netns.remove(&host);
-    }
-    if !tree.is_empty() {
+        if tree.is_empty() {
+            return traces;
+        }
         for pid in &tree {
             signal(*pid, libc::SIGKILL);
         }
@@ -559,134 +644,92 @@ pub async fn run(args: KillallArgs) -> Result<()> {
         if !left.is_empty() {
             eprintln!("warning: still running: {}", pid_list(&left));
         }
+        traces
     }
 
-    // 4. Berth's containerd.
-    let procs = read_procs();
-    let containerd_pids: Vec<i32> = classify(&procs, me)
-        .iter()
-        .filter(|(_, r)| matches!(r, Role::Containerd { data_dir } if scope.covers(data_dir)))
-        .map(|(p, _)| *p)
-        .collect();
-    if !containerd_pids.is_empty() {
-        let left = terminate(&containerd_pids, Duration::from_secs(10));
-        report.did(format!("stopped containerd {}", pid_list(&containerd_pids)));
+    fn stop_containerd(&self, report: &mut Report) {
+        let pids = self.pids(&self.roles(), |r| match r {
+            Role::Containerd { data_dir } => Some(data_dir),
+            _ => None,
+        });
+        if pids.is_empty() {
+            return;
+        }
+        let left = terminate(&pids, Duration::from_secs(10));
+        report.did(format!("stopped containerd {}", pid_list(&pids)));
         if !left.is_empty() {
             eprintln!("warning: containerd still running: {}", pid_list(&left));
         }
     }
 
-    // 5. Network namespaces.
-    let in_use: BTreeSet<u64> = read_procs()
-        .iter()
-        .filter_map(|p| netns_inode(p.pid))
-        .collect();
-    for entry in std::fs::read_dir(NETNS_DIR).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(meta) = std::fs::metadata(entry.path()) else {
-            continue;
-        };
-        let ours = match scope {
-            Scope::DataDir(_) => netns.contains(&meta.ino()),
-            // CNI's (containerd's) namespaces that no process is in any more.
-            Scope::Machine => {
-                name.starts_with("cni-")
-                    && (netns.contains(&meta.ino()) || !in_use.contains(&meta.ino()))
+    /// The pods' network namespaces (by inode); machine-wide also every CNI
+    /// (`cni-*`) namespace no process is in any more.
+    fn remove_netns(&self, pods: &BTreeSet<u64>, report: &mut Report) {
+        let in_use: BTreeSet<u64> = read_procs()
+            .iter()
+            .filter_map(|p| netns_inode(p.pid))
+            .collect();
+        for entry in std::fs::read_dir(NETNS_DIR).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                continue;
+            };
+            let ours = pods.contains(&meta.ino())
+                || (self.scope == Scope::Machine
+                    && name.starts_with("cni-")
+                    && !in_use.contains(&meta.ino()));
+            if !ours {
+                continue;
             }
-        };
-        if !ours {
-            continue;
-        }
-        let path = entry.path();
-        let _ = umount_detach(&path.to_string_lossy());
-        match std::fs::remove_file(&path) {
-            Ok(()) => report.did(format!("removed network namespace {name}")),
-            Err(e) => eprintln!("warning: network namespace {name} not removed: {e}"),
+            let path = entry.path();
+            let _ = umount_detach(&path.to_string_lossy());
+            match std::fs::remove_file(&path) {
+                Ok(()) => report.did(format!("removed network namespace {name}")),
+                Err(e) => eprintln!("warning: network namespace {name} not removed: {e}"),
+            }
         }
     }
+}
 
-    // 6. Mounts under the data dir(s).
-    let data_dirs = scope_data_dirs(&scope, &classify(&procs, me), &containerds);
-    for dir in &data_dirs {
-        // Nested mounts go innermost first; a second pass catches what a
-        // propagated mount brought back.
-        let mut count = 0;
-        for _ in 0..3 {
-            let points = mounts_under(&mounts(), dir);
-            if points.is_empty() {
-                break;
-            }
-            for p in points {
-                match umount_detach(&p) {
-                    Ok(()) => count += 1,
-                    Err(e) => eprintln!("warning: {p} not unmounted: {e}"),
-                }
+/// Every mount under `dir`, innermost first; a further pass catches what a
+/// propagated mount brought back.
+fn unmount_under(dir: &Path, report: &mut Report) {
+    let mut count = 0;
+    for _ in 0..3 {
+        let points = mounts_under(&mounts(), dir);
+        if points.is_empty() {
+            break;
+        }
+        for p in points {
+            match umount_detach(&p) {
+                Ok(()) => count += 1,
+                Err(e) => eprintln!("warning: {p} not unmounted: {e}"),
             }
         }
-        if count > 0 {
-            report.did(format!(
-                "unmounted {count} mount(s) under {}",
-                dir.display()
-            ));
-        }
     }
-
-    // 7. The pods' cgroups.
-    let removed = remove_cgroups(&cgroups);
-    if removed > 0 {
-        report.did(format!("removed {removed} pod cgroup dir(s)"));
-    }
-
-    // 8. IP allocations and CNI result caches of the node's pods.
-    for dir in &data_dirs {
-        let ips = berth_kubelet::cni::allocated_ips(&dir.join("agent/cni/ipam"));
-        let ipam = dir.join("agent/cni/ipam").join(berth_kubelet::cni::NETWORK);
-        let mut released = Vec::new();
-        for ip in ips {
-            if std::fs::remove_file(ipam.join(&ip)).is_ok() {
-                released.push(ip);
-            }
-        }
-        if !released.is_empty() {
-            report.did(format!(
-                "released pod IP(s) {} of {}",
-                released.join(", "),
-                dir.display()
-            ));
-        }
-    }
-    let caches = remove_cni_results(&scope);
-    if caches > 0 {
+    if count > 0 {
         report.did(format!(
-            "removed {caches} CNI result cache(s) in {CNI_RESULTS_DIR}"
+            "unmounted {count} mount(s) under {}",
+            dir.display()
         ));
     }
+}
 
-    // 9. Node-wide networking, unless another Berth node still uses it.
-    let procs = read_procs();
-    let others = other_nodes(&procs, &classify(&procs, me));
-    if others.is_empty() {
-        remove_node_networking(&mut report);
-    } else {
-        println!(
-            "kept the {} bridge, the nodelocaldns link and the nftables tables: another Berth node runs here (process {})",
-            berth_kubelet::cni::BRIDGE,
-            pid_list(&others)
-        );
+/// host-local's allocations of the node's pods (all of them are gone now).
+fn release_ips(dir: &Path, report: &mut Report) {
+    let ipam = dir.join("agent/cni/ipam");
+    let network = ipam.join(berth_kubelet::cni::NETWORK);
+    let released: Vec<String> = berth_kubelet::cni::allocated_ips(&ipam)
+        .into_iter()
+        .filter(|ip| std::fs::remove_file(network.join(ip)).is_ok())
+        .collect();
+    if !released.is_empty() {
+        report.did(format!(
+            "released pod IP(s) {} of {}",
+            released.join(", "),
+            dir.display()
+        ));
     }
-
-    if report.lines.is_empty() {
-        match &scope {
-            Scope::Machine => println!(
-                "Nothing to do: no Berth processes, pods, network namespaces, mounts, nftables tables or links on this machine."
-            ),
-            Scope::DataDir(d) => println!(
-                "Nothing to do: no Berth processes, pods, network namespaces or mounts of {} on this machine.",
-                d.display()
-            ),
-        }
-    }
-    Ok(())
 }
 
 /// Processes of Berth nodes still running: `berth server` with its agent,
@@ -728,17 +771,13 @@ fn classify(procs: &[Proc], me: i32) -> Vec<(i32, Role)> {
 
 /// The data dirs whose mounts and IP allocations go: the one named, or
 /// machine-wide every one a Berth process or containerd used, and the default.
-fn scope_data_dirs(
-    scope: &Scope,
-    roles: &[(i32, Role)],
-    containerds: &[(i32, PathBuf)],
-) -> Vec<PathBuf> {
+fn scope_data_dirs(scope: &Scope, roles: &[(i32, Role)], containerds: &[PathBuf]) -> Vec<PathBuf> {
     match scope {
         Scope::DataDir(d) => vec![d.clone()],
         Scope::Machine => {
             let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
             dirs.insert(PathBuf::from(DEFAULT_DATA_DIR));
-            dirs.extend(containerds.iter().map(|(_, d)| d.clone()));
+            dirs.extend(containerds.iter().cloned());
             for (_, r) in roles {
                 match r {
                     Role::Berth { data_dir, .. }
