@@ -4,8 +4,9 @@
 // (bound to `view` in BERTH_VIEW_NS only), BERTH_NODE (a real node agent's
 // node, to label), BERTH_NODE_COUNT (Ready nodes expected), SCREENSHOTS (a directory). Exits non-zero on the first
 // failed check; prints `metric name=value` lines for the Rust test to report.
-// Prints `restart-server` and waits for a line on stdin when it wants the
-// API server restarted (the Rust side does it behind BERTH_URL's forwarder).
+// Prints `restart-server` (or `delete-viewer`) and waits for a line on stdin
+// when it wants the API server restarted behind BERTH_URL's forwarder (or the
+// viewer's ServiceAccount deleted): the Rust side does it and answers.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -252,12 +253,22 @@ await vrow.locator('[data-testid=scale]').click();
 const denied = await vrow.locator('.error').textContent();
 assert.match(denied, /403 Forbidden: deployments.apps "[^"]+" is forbidden: User "system:serviceaccount:[^"]+" cannot patch resource "deployments"/);
 await shot('view-scale-denied');
+assert.match(await page.textContent('[data-testid=user]'), /^system:serviceaccount:team-a:viewer$/);
+
+// A revoked token (its ServiceAccount deleted): the next request's 401 signs
+// the page out, with the API's answer.
+step('revoked token');
+console.log('delete-viewer');
+assert.equal((await stdinLines.next()).value, 'deleted', 'the test did not delete the ServiceAccount');
+await page.click('a[href="#/pods"]');
+const signedOut = await page.textContent('[data-testid=signed-out]');
+assert.match(signedOut, /Signed out: the API answered 401 \(.*Unauthorized.*\)/);
+await shot('signed-out');
 
 // 9. A namespace of 1,000 pods (Pending: no scheduler takes them, so the
 // measurement is the page's, not the scheduler's): a signed-in reload of the
 // pods view, from navigation start, and from the list's arrival, to the rows.
 step('1000 pods');
-await page.click('text=Sign out');
 await login(admin);
 await page.waitForSelector('[data-testid=live]');
 const ns = await api('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'load' } });

@@ -46,13 +46,39 @@ async function failure(r: Response): Promise<ApiError> {
   return new ApiError(r.status, text.trim() || r.statusText);
 }
 
+// Called when the API answers 401 to a signed-in request: the token expired
+// or was revoked (its ServiceAccount deleted), so the page signs out.
+let unauthorized: (e: ApiError) => void = () => {};
+export const onUnauthorized = (f: (e: ApiError) => void) => {
+  unauthorized = f;
+};
+
+async function call(path: string, init: RequestInit): Promise<Response> {
+  return fetch(path, { ...init, headers: headers((init.headers as Record<string, string>) ?? {}) });
+}
+
+// A request with the signed-in token; a 401 signs the page out.
 export async function request<T = any>(path: string, init: RequestInit = {}): Promise<T> {
-  const r = await fetch(path, {
-    ...init,
-    headers: headers((init.headers as Record<string, string>) ?? {}),
+  const r = await call(path, init);
+  if (!r.ok) {
+    const e = await failure(r);
+    if (e.code === 401) unauthorized(e);
+    throw e;
+  }
+  return r.json();
+}
+
+// Whether `token` is accepted: who it is, by a SelfSubjectReview (any
+// authenticated user may ask); the API's error otherwise.
+export async function whoami(): Promise<string> {
+  const r = await call('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }),
   });
   if (!r.ok) throw await failure(r);
-  return r.json();
+  const review = await r.json();
+  return review?.status?.userInfo?.username ?? '';
 }
 
 export const patchMerge = (path: string, body: unknown) =>
@@ -171,7 +197,11 @@ export class Watch {
           needList = true;
           continue;
         }
-        if (!r.ok || !r.body) throw await failure(r);
+        if (!r.ok || !r.body) {
+          const e = await failure(r);
+          if (e.code === 401) unauthorized(e);
+          throw e;
+        }
         if (broken && !relisted) watchStats.resumes++;
         relisted = false;
         healed();

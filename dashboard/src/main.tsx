@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useState } from 'preact/hooks';
-import { ApiError, clearToken, getToken, request, setToken, watchStats } from './api';
+import { ApiError, clearToken, getToken, onUnauthorized, setToken, watchStats, whoami } from './api';
 import { useHash, useTick } from './hooks';
 import { Overview } from './views/overview';
 import { PodDetail, Pods } from './views/pods';
@@ -8,19 +8,14 @@ import { Nodes } from './views/nodes';
 import { Workloads } from './views/workloads';
 import './style.css';
 
-function Login({ onLogin }: { onLogin: () => void }) {
+function Login({ onLogin, notice }: { onLogin: () => void; notice: string }) {
   const [token, set] = useState('');
   const [error, setError] = useState('');
   const submit = async (e: Event) => {
     e.preventDefault();
     setToken(token.trim());
     try {
-      // Any authenticated user may ask who it is (SelfSubjectReview).
-      await request('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }),
-      });
+      sessionStorage.setItem('berth-dashboard-user', await whoami());
       onLogin();
     } catch (err) {
       clearToken();
@@ -34,6 +29,7 @@ function Login({ onLogin }: { onLogin: () => void }) {
       <textarea name="token" rows={5} value={token} onInput={(e) => set((e.target as HTMLTextAreaElement).value)} />
       <button type="submit">Sign in</button>
       {error && <p class="error" role="alert">{error}</p>}
+      {!error && notice && <p class="error" role="alert" data-testid="signed-out">{notice}</p>}
     </form>
   );
 }
@@ -62,8 +58,14 @@ function LiveState() {
 function App() {
   const [authed, setAuthed] = useState(getToken() !== '');
   const [ns, setNs] = useState(sessionStorage.getItem('berth-dashboard-ns') ?? '');
+  const [notice, setNotice] = useState('');
   const hash = useHash();
-  if (!authed) return <Login onLogin={() => setAuthed(true)} />;
+  onUnauthorized((e) => {
+    clearToken();
+    setNotice(`Signed out: the API answered ${e.code} (${e.message}): the token expired or was revoked.`);
+    setAuthed(false);
+  });
+  if (!authed) return <Login notice={notice} onLogin={() => { setNotice(''); setAuthed(true); }} />;
   const changeNs = (v: string) => {
     sessionStorage.setItem('berth-dashboard-ns', v);
     setNs(v);
@@ -89,6 +91,7 @@ function App() {
           <input name="namespace" placeholder="all namespaces" value={ns}
             onChange={(e) => changeNs((e.target as HTMLInputElement).value.trim())} />
         </label>
+        <span class="muted user" data-testid="user">{sessionStorage.getItem('berth-dashboard-user') ?? ''}</span>
         <LiveState />
         <button onClick={() => { clearToken(); setAuthed(false); }}>Sign out</button>
       </header>

@@ -265,6 +265,9 @@ fn dashboard_in_chromium() {
                     fwd.point_at(&s.https);
                     println!("server restarted in {:?}", t.elapsed());
                     writeln!(to_node, "restarted").expect("answer the browser checks");
+                } else if line == "delete-viewer" {
+                    s.k(&["delete", "serviceaccount", "viewer", "-n", "team-a"]);
+                    writeln!(to_node, "deleted").expect("answer the browser checks");
                 }
                 printed.push(line);
             }
@@ -302,6 +305,7 @@ fn dashboard_in_chromium() {
         "view-forbidden",
         "view-namespace",
         "view-scale-denied",
+        "signed-out",
         "pods-1000",
     ] {
         assert!(
