@@ -97,9 +97,9 @@ type Listener = (items: Map<string, Obj>, error: ApiError | null) => void;
  * How the page's live lists are doing, for the header's indicator (and the
  * browser test): watches resumed from their last resourceVersion after a
  * dropped connection, relists after 410 Gone, and how many are waiting to
- * reconnect now.
+ * reconnect now, and the watch events received.
  */
-export const watchStats = { resumes: 0, relists: 0, reconnecting: 0 };
+export const watchStats = { resumes: 0, relists: 0, reconnecting: 0, events: 0 };
 (globalThis as any).__berthWatchStats = watchStats;
 
 const key = (o: Obj) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
@@ -221,6 +221,7 @@ export class Watch {
           }
           if (o?.metadata?.resourceVersion) this.rv = o.metadata.resourceVersion;
           if (ev.type === 'BOOKMARK') continue;
+          watchStats.events++;
           if (ev.type === 'DELETED') this.items.delete(key(o));
           else this.items.set(key(o), o);
           this.notify();
