@@ -1,5 +1,6 @@
 //! A throwaway single-member etcd for tests and benchmarks: started on free loopback
-//! ports with a temporary data directory, killed and removed on drop.
+//! ports with a temporary data directory, killed and removed on drop; or on an
+//! existing data dir (a restored snapshot), which is kept.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ use crate::{Result, StoreError};
 pub struct EtcdProcess {
     child: Child,
     endpoint: String,
+    /// Removed on drop: the temporary data dir, or only the log's dir for
+    /// [`EtcdProcess::start_on`].
     data_dir: PathBuf,
 }
 
@@ -67,7 +70,39 @@ impl EtcdProcess {
         Err(last.unwrap_or_else(|| err("etcd did not start")))
     }
 
+    /// Starts etcd on the existing member data dir `etcd_dir` (e.g. one that
+    /// `etcdutl snapshot restore --name NAME --initial-advertise-peer-urls URL`
+    /// wrote) as member `name` listening for peers at `peer_url`; the data dir
+    /// is left in place on drop.
+    pub async fn start_on(etcd_dir: &Path, name: &str, peer_url: &str) -> Result<Self> {
+        let bin = Self::binary().ok_or_else(|| {
+            err("etcd binary not found: install Debian's etcd-server (/usr/bin/etcd) or set BERTH_ETCD_BIN")
+        })?;
+        let mut last = None;
+        for _ in 0..3 {
+            let member = Member {
+                name,
+                etcd_dir: Some(etcd_dir),
+                peer_url: Some(peer_url),
+            };
+            match Self::start_once_as(&bin, member).await {
+                Ok(p) => return Ok(p),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| err("etcd did not start")))
+    }
+
     async fn start_once(bin: &Path) -> Result<Self> {
+        let member = Member {
+            name: "berth",
+            etcd_dir: None,
+            peer_url: None,
+        };
+        Self::start_once_as(bin, member).await
+    }
+
+    async fn start_once_as(bin: &Path, member: Member<'_>) -> Result<Self> {
         static SEQ: AtomicUsize = AtomicUsize::new(0);
         let data_dir = std::env::temp_dir().join(format!(
             "berth-etcd-{}-{}",
@@ -77,7 +112,7 @@ impl EtcdProcess {
         let _ = std::fs::remove_dir_all(&data_dir);
         std::fs::create_dir_all(&data_dir)
             .map_err(|e| err(format!("create {}: {e}", data_dir.display())))?;
-        let spawned = Self::spawn(bin, &data_dir);
+        let spawned = Self::spawn(bin, &data_dir, &member);
         if spawned.is_err() {
             // Once spawned, the EtcdProcess's drop cleans up; before that, do it here.
             let _ = std::fs::remove_dir_all(&data_dir);
@@ -104,22 +139,29 @@ impl EtcdProcess {
         }
     }
 
-    fn spawn(bin: &Path, data_dir: &Path) -> Result<(Self, PathBuf)> {
-        let (client_port, peer_port) = (free_port()?, free_port()?);
-        let client = format!("http://127.0.0.1:{client_port}");
-        let peer = format!("http://127.0.0.1:{peer_port}");
+    fn spawn(bin: &Path, data_dir: &Path, member: &Member<'_>) -> Result<(Self, PathBuf)> {
+        let client = format!("http://127.0.0.1:{}", free_port()?);
+        let peer = match member.peer_url {
+            Some(url) => url.to_string(),
+            None => format!("http://127.0.0.1:{}", free_port()?),
+        };
+        let etcd_dir = member
+            .etcd_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| data_dir.join("data"));
+        let name = member.name;
         let log_path = data_dir.join("etcd.log");
         let log =
             std::fs::File::create(&log_path).map_err(|e| err(format!("create etcd log: {e}")))?;
         let log2 = log.try_clone().map_err(|e| err(format!("etcd log: {e}")))?;
         let child = Command::new(bin)
-            .arg("--name=berth")
-            .arg(format!("--data-dir={}", data_dir.join("data").display()))
+            .arg(format!("--name={name}"))
+            .arg(format!("--data-dir={}", etcd_dir.display()))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=berth={peer}"))
+            .arg(format!("--initial-cluster={name}={peer}"))
             .arg("--log-level=warn")
             .stdin(Stdio::null())
             .stdout(log)
@@ -153,6 +195,13 @@ impl EtcdProcess {
     pub fn endpoints(&self) -> Vec<String> {
         vec![self.endpoint.clone()]
     }
+}
+
+/// Who the started member is and where its data lives (a temp dir when `None`).
+struct Member<'a> {
+    name: &'a str,
+    etcd_dir: Option<&'a Path>,
+    peer_url: Option<&'a str>,
 }
 
 impl Drop for EtcdProcess {

@@ -37,6 +37,7 @@ pub mod backup;
 pub mod conformance;
 pub mod etcd;
 pub mod etcd_process;
+pub mod snapshot;
 pub mod sqlite;
 
 pub use etcd::{EtcdOptions, EtcdStore};
