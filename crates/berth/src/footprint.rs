@@ -1,6 +1,10 @@
-//! Memory settings for the `berth agent` process, whose idle footprint is a goal
-//! of its own (issue 5: ≤ 30 MB RSS). `berth server` keeps the defaults: its heap
-//! is large and busy, where huge pages and delayed purging pay off.
+//! Memory settings for the `berth agent` and `berth server` processes, whose
+//! idle footprints are goals of their own (issue 5: agent ≤ 30 MB RSS; issue 22:
+//! server with its agent ≤ 40 MB). mimalloc's defaults (transparent huge pages
+//! for its arenas, freed pages purged 1 s later and only when it is next
+//! called) held 2 MB pages resident for a few hundred KB of live data each: an
+//! idle server measured 103 MB with them and 61 MB without (issue 22). A user's
+//! own `MIMALLOC_ALLOW_THP` / `MIMALLOC_PURGE_DELAY` win over these settings.
 
 use std::ffi::{CStr, c_char, c_int};
 
@@ -26,23 +30,33 @@ extern "C" fn before_allocator(argc: c_int, argv: *const *const c_char) {
     }
     // SAFETY: glibc's argv holds argc NUL-terminated strings.
     let sub = unsafe { CStr::from_ptr(*argv.add(1)) };
-    if sub.to_bytes() == b"agent" {
-        tune_for_agent();
+    if matches!(sub.to_bytes(), b"agent" | b"server") {
+        tune_allocator();
     }
 }
 
-fn tune_for_agent() {
+/// Whether the environment sets `name` (libc's getenv: this runs before main).
+fn env_set(name: &CStr) -> bool {
+    // SAFETY: a NUL-terminated name; nothing changes the environment this early.
+    !unsafe { libc::getenv(name.as_ptr()) }.is_null()
+}
+
+fn tune_allocator() {
     // mimalloc asks for transparent huge pages for its arena: an idle agent
     // had six 2 MB pages resident (12 of its 15 MB anonymous memory) for a few
     // hundred KB of live data in each. The flag holds for the whole process.
-    // SAFETY: PR_SET_THP_DISABLE only sets a flag on this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    if !env_set(c"MIMALLOC_ALLOW_THP") {
+        // SAFETY: PR_SET_THP_DISABLE only sets a flag on this process.
+        unsafe {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+        }
     }
     // Freed pages go back to the OS at once instead of 1 s later: mimalloc
     // purges only when it is next called, which in an idle agent can be never.
-    // SAFETY: runs before any thread exists (the setter is not thread-safe).
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+    if !env_set(c"MIMALLOC_PURGE_DELAY") {
+        // SAFETY: runs before any thread exists (the setter is not thread-safe).
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+    }
 }
 
 #[cfg(test)]
