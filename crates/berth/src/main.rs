@@ -18,6 +18,7 @@ mod cgroups;
 mod dashboard;
 mod device_plugin;
 mod dns;
+mod etcd_snapshot;
 mod eviction;
 mod footprint;
 mod images;
@@ -68,6 +69,8 @@ enum Command {
     Killall(killall::KillallArgs),
     /// The embedded SQLite store: online backup and restore.
     Store(store::StoreArgs),
+    /// Snapshots of a server's etcd (save, ls, delete, restore), as k3s's etcd-snapshot.
+    EtcdSnapshot(etcd_snapshot::EtcdSnapshotArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -758,6 +761,7 @@ fn main() -> Result<()> {
         Command::DevicePlugin(args) => rt.block_on(device_plugin::run(args)),
         Command::Killall(args) => rt.block_on(killall::run(args)),
         Command::Store(args) => store::run(args),
+        Command::EtcdSnapshot(args) => rt.block_on(etcd_snapshot::run(args)),
         Command::CsiHostpath(config) => Ok(rt.block_on(berth_csi::hostpath::run(*config))?),
     }
 }
