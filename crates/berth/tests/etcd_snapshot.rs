@@ -198,7 +198,7 @@ fn save_stop_restore_into_a_fresh_etcd_and_serve_it_back() {
             "--etcd-snapshot-dir",
             d(&dir),
         ]),
-        &closed,
+        &format!("connect to etcd at {closed}"),
     );
     fails_with(
         &snap(&["save", "--etcd-snapshot-dir", d(&dir)]),

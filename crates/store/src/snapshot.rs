@@ -91,7 +91,9 @@ pub struct Saved {
     pub path: PathBuf,
     /// The file's size, the trailing checksum included.
     pub bytes: u64,
-    /// The store's revision the snapshot was taken at, when etcd said.
+    /// The store's revision the snapshot holds, when known: etcd 3.4 sends no
+    /// header with the stream, so it is the revision etcd reported before and
+    /// after streaming when the two agree (no write in between), else `None`.
     pub revision: Option<i64>,
 }
 
@@ -137,9 +139,17 @@ pub async fn save(endpoints: &[String], dest: &Path) -> Result<Saved> {
             endpoints: joined.clone(),
             source,
         })?;
+    // The connection is made lazily: ask for the member's status first, so an
+    // unreachable etcd is reported as such rather than as a broken stream.
+    let before = status_revision(&mut client)
+        .await
+        .map_err(|source| SnapshotError::Connect {
+            endpoints: joined.clone(),
+            source,
+        })?;
     let tmp = temp_beside(dest, "part");
     let result = stream_to(&mut client, &joined, &tmp).await;
-    let revision = match result {
+    let streamed = match result {
         Ok(rev) => rev,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
@@ -151,12 +161,19 @@ pub async fn save(endpoints: &[String], dest: &Path) -> Result<Saved> {
         return Err(SnapshotError::DestinationExists(dest.to_path_buf()));
     }
     std::fs::rename(&tmp, dest).map_err(io("rename into", dest))?;
+    let after = status_revision(&mut client).await.ok();
+    let revision = streamed.or((after == Some(before)).then_some(before));
     let bytes = std::fs::metadata(dest).map_err(io("stat", dest))?.len();
     Ok(Saved {
         path: dest.to_path_buf(),
         bytes,
         revision,
     })
+}
+
+async fn status_revision(client: &mut Client) -> std::result::Result<i64, etcd_client::Error> {
+    let status = client.status().await?;
+    Ok(status.header().map(|h| h.revision()).unwrap_or_default())
 }
 
 /// Writes the stream to `tmp`; the revision from the first message's header.
@@ -482,6 +499,7 @@ mod tests {
         let file = dir.join("snaps/s1");
         let saved = save(&etcd.endpoints(), &file).await.unwrap();
         assert_eq!(saved.bytes % DB_ALIGN, SHA256_LEN as u64);
+        assert_eq!(saved.revision, revs.last().copied(), "{saved:?}");
         assert_eq!(verify(&file).unwrap().bytes, saved.bytes);
         let again = save(&etcd.endpoints(), &file).await.unwrap_err();
         assert!(again.to_string().contains("already exists"), "{again}");
