@@ -198,9 +198,11 @@ async fn main() {
     }
     let p50 = percentile(&mut reactions, 0.5);
     let p90 = percentile(&mut reactions, 0.9);
-    println!("eviction manager cycle (110 pods): {per_cycle:?}");
+    println!("| figure | value |");
+    println!("|---|---|");
+    println!("| eviction manager cycle ({n} pods) | {per_cycle:?} |");
     println!(
-        "threshold crossed -> first pod killed over {runs} runs: p50 {p50:?}, p90 {p90:?}, max {:?} (housekeeping {housekeeping:?}, upstream's 10s)",
+        "| threshold crossed → first pod killed, {runs} runs (housekeeping {housekeeping:?}; upstream's 10 s) | p50 {p50:?}, p90 {p90:?}, max {:?} |",
         reactions.last().unwrap()
     );
 }

@@ -42,10 +42,8 @@ fn main() {
     println!(
         "{services} Services; {concurrency} UDP clients in a second process, {seconds} s per row"
     );
-    println!(
-        "{:<48} {:>10} {:>9} {:>9} {:>9} {:>7}",
-        "target", "queries/s", "p50 ms", "p99 ms", "max ms", "errors"
-    );
+    println!("| target | queries/s | p50 ms | p99 ms | max ms | errors |");
+    println!("|---|---|---|---|---|---|");
     let rows = [
         ("cluster DNS (A, Service names)", dns, "svc"),
         ("cluster DNS (NXDOMAIN)", dns, "nx"),
@@ -78,7 +76,7 @@ fn main() {
             continue;
         }
         println!(
-            "{label:<48} {:>10.0} {:>9.3} {:>9.3} {:>9.3} {:>7}",
+            "| {label} | {:.0} | {:.3} | {:.3} | {:.3} | {} |",
             f[0], f[1], f[2], f[3], f[4]
         );
     }

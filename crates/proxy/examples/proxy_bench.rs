@@ -100,8 +100,10 @@ fn main() {
     let base = without_hooks(model::build(&cfg, &base_ports));
     let build_time = t.elapsed();
     let script = ruleset::full(&table, &base);
+    println!("| figure ({services} Services x {endpoints} endpoints) | value |");
+    println!("|---|---|");
     println!(
-        "{services} Services x {endpoints} endpoints: {} chains, {} rules, full transaction {} KiB; model built in {}",
+        "| ruleset: chains, rules, full transaction; model built in | {} chains, {} rules, {} KiB; {} |",
         base.chains.len(),
         base.chains.values().map(|c| c.rules.len()).sum::<usize>(),
         script.len() / 1024,
@@ -141,19 +143,19 @@ fn main() {
         }
     }
     println!(
-        "whole table (nft -f, atomic): median {} over {rounds} rounds (min {}, max {})",
+        "| whole table (nft -f, atomic), {rounds} rounds | median {} (min {}, max {}) |",
         ms(median(full.clone())),
         ms(*full.iter().min().expect("rounds")),
         ms(*full.iter().max().expect("rounds"))
     );
     println!(
-        "one endpoint change: nft transaction median {} ({} bytes); with model rebuild and diff {}",
+        "| one endpoint change: nft transaction (bytes); with model rebuild and diff | median {} ({} B); {} |",
         ms(median(change)),
         inc_size,
         ms(median(change_total))
     );
     println!(
-        "repair check (nft -j list table, parse, compare): median {}",
+        "| repair check (nft -j list table, parse, compare) | median {} |",
         ms(median(check))
     );
 }

@@ -351,10 +351,11 @@ async fn main() -> Res<()> {
         p.watchers,
         p.events / WRITERS * WRITERS
     );
+    println!();
     println!(
-        "{:<28} {:>12} {:>14} {:>22} {:>16}  note",
-        "backend", "seq puts/s", "16-way puts/s", "fan-out all received", "after last ack"
+        "| backend | seq puts/s | 16-way puts/s | fan-out all received | after last ack | note |"
     );
+    println!("|---|---|---|---|---|---|");
     let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     for r in rows {
         let (fan, tail) = r
@@ -366,7 +367,7 @@ async fn main() -> Res<()> {
                 )
             });
         println!(
-            "{:<28} {:>12} {:>14} {:>22} {:>16}  {}",
+            "| {} | {} | {} | {} | {} | {} |",
             r.name,
             num(r.seq),
             num(r.par),

@@ -56,10 +56,8 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(2000);
-    println!(
-        "{:>6} {:>10} {:>12} {:>12} {:>12} {:>10}",
-        "nodes", "admissions", "p50", "p99", "max", "aligned"
-    );
+    println!("| NUMA nodes | admissions | merge p50 | merge p99 | max | aligned |");
+    println!("|---|---|---|---|---|---|");
     for nodes in [16usize, 64] {
         let policy = new_policy(
             POLICY_BEST_EFFORT,
@@ -93,7 +91,7 @@ fn main() {
         let pct = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
         let fmt = |d: Duration| format!("{:.1} µs", d.as_secs_f64() * 1e6);
         println!(
-            "{nodes:>6} {admissions:>10} {:>12} {:>12} {:>12} {aligned:>10}",
+            "| {nodes} | {admissions} | {} | {} | {} | {aligned} |",
             fmt(pct(0.5)),
             fmt(pct(0.99)),
             fmt(*times.last().unwrap())
