@@ -4,7 +4,6 @@
 //! ServiceAccount bound to `cluster-admin` (created on first use); `--service-account`
 //! names another one, whose own RBAC then limits what the page shows.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -18,17 +17,8 @@ pub const ADMIN_SERVICE_ACCOUNT: &str = "berth-dashboard-admin";
 
 #[derive(clap::Args, Debug)]
 pub struct DashboardArgs {
-    /// The admin kubeconfig (default: `<data-dir>/kubeconfig.yaml`, what `berth server` writes).
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// The server's data dir, for the default kubeconfig.
-    #[arg(
-        long,
-        short = 'd',
-        default_value = "/var/lib/berth",
-        env = "BERTH_DATA_DIR"
-    )]
-    data_dir: PathBuf,
+    #[command(flatten)]
+    cluster: crate::token::ClusterArgs,
     /// The ServiceAccount (`namespace/name`) whose token to print; by default
     /// `kube-system/berth-dashboard-admin`, created and bound to cluster-admin.
     #[arg(long)]
@@ -48,15 +38,7 @@ fn created_or_exists<T>(r: kube::Result<T>) -> Result<()> {
 }
 
 pub async fn run(args: DashboardArgs) -> Result<()> {
-    let path = args
-        .kubeconfig
-        .clone()
-        .unwrap_or_else(|| args.data_dir.join("kubeconfig.yaml"));
-    let kc = kube::config::Kubeconfig::read_from(&path)
-        .with_context(|| format!("reading the admin kubeconfig {}", path.display()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
+    let config = args.cluster.config().await?;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config)?;
     let (ns, name) = match &args.service_account {

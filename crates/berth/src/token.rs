@@ -44,11 +44,11 @@ enum TokenCommand {
 
 /// How to reach the cluster: the admin kubeconfig.
 #[derive(clap::Args, Debug)]
-struct ClusterArgs {
+pub struct ClusterArgs {
     /// The admin kubeconfig (default: `<data-dir>/kubeconfig.yaml`, what
     /// `berth server` writes).
     #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    pub kubeconfig: Option<PathBuf>,
     /// The server's data dir, for the default kubeconfig.
     #[arg(
         long,
@@ -56,7 +56,23 @@ struct ClusterArgs {
         default_value = "/var/lib/berth",
         env = "BERTH_DATA_DIR"
     )]
-    data_dir: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+impl ClusterArgs {
+    /// The client configuration of the admin kubeconfig.
+    pub async fn config(&self) -> Result<kube::Config> {
+        let path = self
+            .kubeconfig
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("kubeconfig.yaml"));
+        let kc = kube::config::Kubeconfig::read_from(&path)
+            .with_context(|| format!("reading the admin kubeconfig {}", path.display()))?;
+        Ok(
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await?,
+        )
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -88,15 +104,7 @@ pub async fn run(args: TokenArgs) -> Result<()> {
 }
 
 async fn secrets(c: &ClusterArgs) -> Result<Api<Secret>> {
-    let path = c
-        .kubeconfig
-        .clone()
-        .unwrap_or_else(|| c.data_dir.join("kubeconfig.yaml"));
-    let kc = kube::config::Kubeconfig::read_from(&path)
-        .with_context(|| format!("reading the admin kubeconfig {}", path.display()))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await?;
+    let config = c.config().await?;
     Ok(Api::namespaced(
         kube::Client::try_from(config)?,
         bt::NAMESPACE,

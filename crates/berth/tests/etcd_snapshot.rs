@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -40,29 +39,6 @@ fn fails_with(out: &Output, want: &str) {
         "want {want:?} in: {}",
         stderr(out)
     );
-}
-
-/// name → resourceVersion of every ConfigMap and Secret in namespace `snap`,
-/// but `kube-root-ca.crt`: the restored server has its own cluster CA, which
-/// its root CA publisher writes there.
-fn versions(s: &Server) -> BTreeMap<String, i64> {
-    let out = s.k(&[
-        "get",
-        "configmaps,secrets",
-        "-n",
-        "snap",
-        "-o",
-        "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{\"\\n\"}{end}",
-    ]);
-    out.lines()
-        .filter_map(|l| {
-            let (name, rv) = l.split_once('=')?;
-            if name == "ConfigMap/kube-root-ca.crt" {
-                return None;
-            }
-            Some((name.to_string(), rv.parse().ok()?))
-        })
-        .collect()
 }
 
 fn free_port() -> u16 {
@@ -104,7 +80,7 @@ fn save_stop_restore_into_a_fresh_etcd_and_serve_it_back() {
     ]);
     // An update moves c2 after the others in resourceVersion order.
     s.k(&["label", "configmap", "c2", "-n", "snap", "moved=yes"]);
-    let before = versions(&s);
+    let before = common::resource_versions(&s, "snap");
     assert_eq!(before.len(), 16, "{before:?}");
 
     let work = temp_dir("etcd-snap-work");
@@ -290,7 +266,7 @@ fn save_stop_restore_into_a_fresh_etcd_and_serve_it_back() {
         &["--datastore-endpoint", etcd.endpoint()],
     );
     assert_eq!(
-        versions(&r),
+        common::resource_versions(&r, "snap"),
         before,
         "restored objects and resourceVersions"
     );

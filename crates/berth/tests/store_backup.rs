@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -22,29 +21,6 @@ fn berth_store(args: &[&str]) -> Output {
 
 fn d(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-/// name → resourceVersion of every ConfigMap and Secret in namespace `bk`,
-/// but `kube-root-ca.crt`: the restored server has its own cluster CA, which
-/// its root CA publisher writes there.
-fn versions(s: &Server) -> BTreeMap<String, i64> {
-    let out = s.k(&[
-        "get",
-        "configmaps,secrets",
-        "-n",
-        "bk",
-        "-o",
-        "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{\"\\n\"}{end}",
-    ]);
-    out.lines()
-        .filter_map(|l| {
-            let (name, rv) = l.split_once('=')?;
-            if name == "ConfigMap/kube-root-ca.crt" {
-                return None;
-            }
-            Some((name.to_string(), rv.parse().ok()?))
-        })
-        .collect()
 }
 
 #[test]
@@ -72,7 +48,7 @@ fn backup_while_serving_restore_into_a_fresh_data_dir() {
     ]);
     // An update moves c3 after the others in resourceVersion order.
     s.k(&["label", "configmap", "c3", "-n", "bk", "moved=yes"]);
-    let before = versions(&s);
+    let before = common::resource_versions(&s, "bk");
     assert_eq!(before.len(), 21, "{before:?}");
 
     let file = temp_dir("store-backup-file").join("backup.db");
@@ -148,7 +124,7 @@ fn backup_while_serving_restore_into_a_fresh_data_dir() {
     drop(s);
 
     let r = Server::start_with(fresh, &[]);
-    let after = versions(&r);
+    let after = common::resource_versions(&r, "bk");
     assert_eq!(after, before, "restored objects and resourceVersions");
     assert_eq!(
         r.k(&[

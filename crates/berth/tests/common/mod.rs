@@ -605,3 +605,26 @@ pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     }
     panic!("timed out waiting for {what}");
 }
+
+/// kind/name → resourceVersion of every ConfigMap and Secret in namespace `ns`,
+/// but `kube-root-ca.crt` (a restored server has its own cluster CA, which its
+/// root CA publisher writes there): what the backup/restore suites compare.
+pub fn resource_versions(s: &Server, ns: &str) -> std::collections::BTreeMap<String, i64> {
+    let out = s.k(&[
+        "get",
+        "configmaps,secrets",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{\"\\n\"}{end}",
+    ]);
+    out.lines()
+        .filter_map(|l| {
+            let (name, rv) = l.split_once('=')?;
+            if name == "ConfigMap/kube-root-ca.crt" {
+                return None;
+            }
+            Some((name.to_string(), rv.parse().ok()?))
+        })
+        .collect()
+}
