@@ -150,7 +150,14 @@ impl Agent {
             warn!(error = %e, "runtime features unknown: user namespaces and Strict supplemental groups refused");
             Default::default()
         });
-        ensure_local_images(runtime.as_ref(), &socket, &cfg.dir.join("images")).await?;
+        // The local images (~0.7 s to build and import on a fresh data dir) are
+        // only needed by pods: import them while the node registers, and start
+        // the pod workers once they are in (upstream's node is Ready before it
+        // has pulled any image).
+        let images = tokio::spawn({
+            let (runtime, socket, dir) = (runtime.clone(), socket.clone(), cfg.dir.join("images"));
+            async move { ensure_local_images(runtime.as_ref(), &socket, &dir).await }
+        });
 
         let host_ip = machine::host_ipv4()
             .map(|i| i.to_string())
@@ -327,6 +334,16 @@ impl Agent {
                 storage_dir: cfg.storage_dir.clone(),
             },
         )));
+        let imported = match images.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::Runtime(format!("importing the local images: {e}"))),
+        };
+        if let Err(e) = imported {
+            for t in &tasks {
+                t.abort();
+            }
+            return Err(e);
+        }
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
