@@ -292,11 +292,6 @@ impl Agent {
             shared.clone(),
             probe_updates,
         )));
-        tasks.push(tokio::spawn(report_images(
-            client.clone(),
-            runtime.clone(),
-            cfg.node_name.clone(),
-        )));
         if let Some(s) = kubelet_server {
             let stats = crate::stats::StatsProvider::new(
                 crate::stats::StatsConfig {
@@ -344,6 +339,12 @@ impl Agent {
             }
             return Err(e);
         }
+        // Listed once the local images are in (then every 30 s).
+        tasks.push(tokio::spawn(report_images(
+            client.clone(),
+            runtime.clone(),
+            cfg.node_name.clone(),
+        )));
         tasks.push(tokio::spawn(watch_pods(shared)));
         Ok(Agent {
             tasks,
