@@ -289,26 +289,6 @@ struct Mount {
     super_opts: String,
 }
 
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn parse_mountinfo(text: &str) -> Vec<Mount> {
     text.lines()
         .filter_map(|l| {
@@ -316,8 +296,8 @@ fn parse_mountinfo(text: &str) -> Vec<Mount> {
             let pre: Vec<&str> = pre.split(' ').collect();
             let post: Vec<&str> = post.split(' ').collect();
             Some(Mount {
-                root: unescape(pre.get(3)?),
-                point: unescape(pre.get(4)?),
+                root: berth_csi::hostpath::mount::unescape_octal(pre.get(3)?),
+                point: berth_csi::hostpath::mount::unescape_octal(pre.get(4)?),
                 fstype: post.first()?.to_string(),
                 super_opts: post.get(2).unwrap_or(&"").to_string(),
             })

@@ -58,28 +58,8 @@ fn save_stop_restore_into_a_fresh_etcd_and_serve_it_back() {
         temp_dir("etcd-snap-src"),
         &["--datastore-endpoint", etcd.endpoint()],
     );
-    s.k(&["create", "namespace", "snap"]);
-    for i in 0..15 {
-        s.k(&[
-            "create",
-            "configmap",
-            &format!("c{i}"),
-            "-n",
-            "snap",
-            &format!("--from-literal=i={i}"),
-        ]);
-    }
-    s.k(&[
-        "create",
-        "secret",
-        "generic",
-        "pw",
-        "-n",
-        "snap",
-        "--from-literal=password=s3cret",
-    ]);
     // An update moves c2 after the others in resourceVersion order.
-    s.k(&["label", "configmap", "c2", "-n", "snap", "moved=yes"]);
+    common::create_backup_objects(&s, "snap", 15, "c2");
     let before = common::resource_versions(&s, "snap");
     assert_eq!(before.len(), 16, "{before:?}");
 

@@ -26,28 +26,8 @@ fn d(p: &Path) -> &str {
 #[test]
 fn backup_while_serving_restore_into_a_fresh_data_dir() {
     let s = Server::start("store-backup");
-    s.k(&["create", "namespace", "bk"]);
-    for i in 0..20 {
-        s.k(&[
-            "create",
-            "configmap",
-            &format!("c{i}"),
-            "-n",
-            "bk",
-            &format!("--from-literal=i={i}"),
-        ]);
-    }
-    s.k(&[
-        "create",
-        "secret",
-        "generic",
-        "pw",
-        "-n",
-        "bk",
-        "--from-literal=password=s3cret",
-    ]);
     // An update moves c3 after the others in resourceVersion order.
-    s.k(&["label", "configmap", "c3", "-n", "bk", "moved=yes"]);
+    common::create_backup_objects(&s, "bk", 20, "c3");
     let before = common::resource_versions(&s, "bk");
     assert_eq!(before.len(), 21, "{before:?}");
 

@@ -628,3 +628,30 @@ pub fn resource_versions(s: &Server, ns: &str) -> std::collections::BTreeMap<Str
         })
         .collect()
 }
+
+/// What the backup/restore suites save and read back: namespace `ns` with
+/// ConfigMaps `c0`… (`configmaps` of them), a Secret `pw`, and a label on the
+/// ConfigMap `moved` (an update, so resourceVersions are not creation order).
+pub fn create_backup_objects(s: &Server, ns: &str, configmaps: usize, moved: &str) {
+    s.k(&["create", "namespace", ns]);
+    for i in 0..configmaps {
+        s.k(&[
+            "create",
+            "configmap",
+            &format!("c{i}"),
+            "-n",
+            ns,
+            &format!("--from-literal=i={i}"),
+        ]);
+    }
+    s.k(&[
+        "create",
+        "secret",
+        "generic",
+        "pw",
+        "-n",
+        ns,
+        "--from-literal=password=s3cret",
+    ]);
+    s.k(&["label", "configmap", moved, "-n", ns, "moved=yes"]);
+}

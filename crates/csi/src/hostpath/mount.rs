@@ -152,8 +152,9 @@ pub fn mount_points(mountinfo: &str) -> BTreeSet<PathBuf> {
         .collect()
 }
 
-/// The kernel writes space, tab, newline and backslash in mount paths as `\ooo`.
-fn unescape_octal(s: &str) -> String {
+/// The kernel writes space, tab, newline and backslash in mount paths as `\ooo`
+/// (in /proc/mounts and mountinfo alike).
+pub fn unescape_octal(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
