@@ -244,6 +244,14 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                 schema: no_schema,
                 schema_name: no_schema_name,
                 custom: Some(Box::leak(Box::new(custom))),
+                name_rule: crate::validation::NameRule::Subdomain,
+                // Status and generation follow the CRD's subresources
+                // (the API server's custom resource strategy).
+                kube_finalizers: false,
+                tracks_generation: false,
+                keeps_status: false,
+                validate: None,
+                strategy: crate::registry::Strategy::CustomResource,
             }
         })
         .collect()

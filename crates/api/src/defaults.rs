@@ -12,6 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::quantity::Quantity;
+use crate::registry::{ResourceType, Strategy};
 
 mod pod;
 
@@ -709,56 +710,20 @@ fn default_crd(obj: &mut Value) {
 
 // ---------------------------------------------------------------------------
 // Registry-strategy preparation (pure parts of upstream's PrepareForCreate /
-// PrepareForUpdate).
-
-/// Kinds whose `metadata.generation` starts at 1 and counts spec changes.
-fn tracks_generation(group: &str, kind: &str) -> bool {
-    matches!(
-        (group, kind),
-        (
-            "apps",
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
-        ) | ("", "ReplicationController")
-            | ("batch", "Job" | "CronJob")
-            | ("autoscaling", "HorizontalPodAutoscaler")
-            | ("policy", "PodDisruptionBudget")
-            | ("networking.k8s.io", "NetworkPolicy" | "Ingress")
-            | ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
-    )
-}
-
-/// Kinds whose status is owned by controllers: cleared on create, kept
-/// from the stored object on a main-resource update.
-fn has_status_subresource(group: &str, kind: &str) -> bool {
-    tracks_generation(group, kind)
-        || matches!(
-            (group, kind),
-            (
-                "",
-                "Pod"
-                    | "Service"
-                    | "Namespace"
-                    | "Node"
-                    | "PersistentVolume"
-                    | "PersistentVolumeClaim"
-                    | "ResourceQuota"
-            ) | ("apiregistration.k8s.io", "APIService")
-                | ("storage.k8s.io", "VolumeAttachment")
-        )
-}
+// PrepareForUpdate), driven by the registry entry: its strategy, and its
+// `tracks_generation` and `keeps_status` facts.
 
 /// Create-time mutations upstream's strategies make, after defaulting and
 /// before validation; needs `metadata.uid` already set (for Jobs).
 /// Namespaces get the `kubernetes` finalizer and phase Active, pods phase
 /// Pending and their QoS class, Jobs a generated selector unless
 /// `manualSelector`, controllers an empty status and generation 1.
-pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
+pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value) {
     if !obj.is_object() {
         return;
     }
-    match (group, kind) {
-        ("", "Namespace") => {
+    match rt.strategy {
+        Strategy::Namespace => {
             if let Some(spec) = ensure_path(obj, &["spec"]) {
                 match spec.get_mut("finalizers") {
                     Some(Value::Array(f)) => {
@@ -776,7 +741,7 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
             }
             return;
         }
-        ("", "Pod") => {
+        Strategy::Pod => {
             let qos = crate::qos::qos_class(obj);
             let gated =
                 !crate::validation::jv::arr_at(obj, &["spec", "schedulingGates"]).is_empty();
@@ -796,7 +761,7 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
             }
             return;
         }
-        ("", "Service") => {
+        Strategy::Service => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({"loadBalancer": {}}));
             }
@@ -804,22 +769,22 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
         }
         // Status is the PV controller's: a new claim starts Pending (upstream
         // resets it and its decoder defaults the phase), as does a new volume.
-        ("", "PersistentVolumeClaim" | "PersistentVolume") => {
+        Strategy::PersistentVolumeClaim | Strategy::PersistentVolume => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({"phase": "Pending"}));
             }
             return;
         }
         // The attacher reports status; v1 clears what a create sends.
-        ("storage.k8s.io", "VolumeAttachment") => {
+        Strategy::VolumeAttachment => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({"attached": false}));
             }
             return;
         }
-        ("batch", "Job") => generate_job_selector(obj),
+        Strategy::Job => generate_job_selector(obj),
         // Its status is the availability controller's.
-        ("apiregistration.k8s.io", "APIService") => {
+        Strategy::APIService => {
             if let Some(m) = obj_mut(obj) {
                 m.insert("status".into(), json!({}));
             }
@@ -827,7 +792,7 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
         }
         _ => {}
     }
-    if tracks_generation(group, kind)
+    if rt.tracks_generation
         && let Some(m) = obj_mut(obj)
     {
         m.insert("status".into(), json!({}));
@@ -840,11 +805,11 @@ pub fn prepare_for_create(group: &str, kind: &str, obj: &mut Value) {
 /// Update-time mutations: status is kept from the stored object (it changes
 /// through `/status`), generation is carried over and bumped when the spec
 /// changed; a Namespace keeps its finalizers (changed through `/finalize`).
-pub fn prepare_for_update(group: &str, kind: &str, new: &mut Value, old: &Value) {
+pub fn prepare_for_update(rt: &ResourceType, new: &mut Value, old: &Value) {
     if !new.is_object() {
         return;
     }
-    if has_status_subresource(group, kind) {
+    if rt.keeps_status {
         let old_status = old.get("status").cloned();
         if let Some(m) = obj_mut(new) {
             match old_status {
@@ -857,13 +822,13 @@ pub fn prepare_for_update(group: &str, kind: &str, new: &mut Value, old: &Value)
             }
         }
     }
-    if (group, kind) == ("", "Namespace") {
+    if rt.strategy == Strategy::Namespace {
         let finalizers = crate::validation::jv::get(old, &["spec", "finalizers"]).cloned();
         if let (Some(f), Some(spec)) = (finalizers, ensure_path(new, &["spec"])) {
             spec.insert("finalizers".into(), f);
         }
     }
-    if tracks_generation(group, kind) {
+    if rt.tracks_generation {
         let old_gen = crate::validation::jv::get(old, &["metadata", "generation"])
             .and_then(Value::as_i64)
             .unwrap_or(0);

@@ -2,8 +2,41 @@
 //! and how each body is decoded (through its k8s-openapi type).
 
 use k8s_openapi::api;
-use k8s_openapi::schemars::{Schema, SchemaGenerator};
+use k8s_openapi::schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
+
+use crate::validation::{FieldError, NameRule, by_kind};
+
+/// A kind's own validation, after the metadata checks every object gets
+/// (`old` is the stored object on update).
+pub type Validate = fn(&Value, Option<&Value>) -> Vec<FieldError>;
+
+/// Which REST strategy a resource's writes go through (upstream's
+/// `pkg/registry/<group>/<kind>/strategy.go`): the create/update mutations
+/// [`crate::defaults::prepare_for_create`] makes, and the API server's hooks
+/// (its `strategy/` table maps each to one). Facts that are plain data
+/// (generation, status, names, validation) are fields of [`ResourceType`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Nothing beyond the registry entry's facts.
+    Default,
+    Namespace,
+    Pod,
+    Service,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    VolumeAttachment,
+    Job,
+    CertificateSigningRequest,
+    /// Mutating- and ValidatingWebhookConfiguration.
+    WebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+    APIService,
+    CustomResourceDefinition,
+    /// A custom resource: its CustomResourceDefinition decides.
+    CustomResource,
+}
 
 /// One served resource at one group-version.
 #[derive(Debug)]
@@ -39,6 +72,21 @@ pub struct ResourceType {
     /// A custom resource: what its CustomResourceDefinition says about this
     /// version (schema, printer columns, scale paths). `None` for built-in kinds.
     pub custom: Option<&'static crate::crd::CustomResource>,
+    /// The rule `metadata.name` (and `generateName`) follows.
+    pub name_rule: NameRule,
+    /// Finalizer names must be standard or domain-prefixed, as upstream checks
+    /// built-in kinds; CustomResourceDefinitions and custom resources get
+    /// apimachinery's generic rule (any qualified name).
+    pub kube_finalizers: bool,
+    /// `metadata.generation` starts at 1 (with an empty status) on create and
+    /// moves when the spec changes.
+    pub tracks_generation: bool,
+    /// Status is owned by controllers: a main-resource update keeps it from the
+    /// stored object (it changes through `/status`).
+    pub keeps_status: bool,
+    /// The kind's own validation; `None`: metadata only.
+    pub validate: Option<Validate>,
+    pub strategy: Strategy,
 }
 
 impl PartialEq for ResourceType {
@@ -137,40 +185,54 @@ fn roundtrip<T: serde::de::DeserializeOwned + serde::Serialize>(
     serde_json::to_value(typed)
 }
 
+/// A built-in resource of type `T`, every fact at its default (the plain
+/// strategy, names as DNS subdomains, stored as its own group-version).
+const fn typed<
+    T: k8s_openapi::Resource + JsonSchema + serde::de::DeserializeOwned + serde::Serialize,
+>(
+    list_kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+) -> ResourceType {
+    ResourceType {
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        list_kind,
+        plural,
+        singular,
+        namespaced,
+        short_names: NONE,
+        categories: NONE,
+        subresources: NONE,
+        verbs: VERBS,
+        storage_group: T::GROUP,
+        storage_version: T::VERSION,
+        storage_plural: plural,
+        roundtrip: roundtrip::<T>,
+        schema: T::json_schema,
+        schema_name: T::schema_name,
+        custom: None,
+        name_rule: NameRule::Subdomain,
+        kube_finalizers: true,
+        tracks_generation: false,
+        keeps_status: false,
+        validate: None,
+        strategy: Strategy::Default,
+    }
+}
+
+/// One registry entry: the type, its names and scope, then any other
+/// [`ResourceType`] field that differs from [`typed`]'s defaults.
 macro_rules! resource {
-    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr) => {
-        resource!($ty, $plural, $singular, $namespaced, short: $short, cat: $cat, sub: $sub, verbs: VERBS, storage: None)
-    };
-    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr, verbs: $verbs:expr, storage: $storage:expr) => {
-        resource!($ty, $plural, $singular, $namespaced, short: $short, cat: $cat, sub: $sub, verbs: $verbs, storage: $storage, stored_as: None)
-    };
-    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr, verbs: $verbs:expr, storage: $storage:expr, stored_as: $stored_as:expr) => {
+    ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr, short: $short:expr, cat: $cat:expr, sub: $sub:expr $(, $field:ident: $val:expr)* $(,)?) => {
         ResourceType {
-            group: <$ty as k8s_openapi::Resource>::GROUP,
-            version: <$ty as k8s_openapi::Resource>::VERSION,
-            kind: <$ty as k8s_openapi::Resource>::KIND,
-            list_kind: <$ty as k8s_openapi::ListableResource>::LIST_KIND,
-            plural: $plural,
-            singular: $singular,
-            namespaced: $namespaced,
             short_names: $short,
             categories: $cat,
             subresources: $sub,
-            verbs: $verbs,
-            storage_group: match $stored_as as Option<(&'static str, &'static str)> {
-                Some((g, _)) => g,
-                None => <$ty as k8s_openapi::Resource>::GROUP,
-            },
-            storage_version: match ($stored_as as Option<(&'static str, &'static str)>, $storage as Option<&'static str>) {
-                (Some((_, v)), _) => v,
-                (None, Some(v)) => v,
-                (None, None) => <$ty as k8s_openapi::Resource>::VERSION,
-            },
-            storage_plural: $plural,
-            roundtrip: roundtrip::<$ty>,
-            schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
-            schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
-            custom: None,
+            $($field: $val,)*
+            ..typed::<$ty>(<$ty as k8s_openapi::ListableResource>::LIST_KIND, $plural, $singular, $namespaced)
         }
     };
 }
@@ -180,24 +242,8 @@ macro_rules! resource {
 macro_rules! review {
     ($ty:ty, $plural:literal, $singular:literal, $namespaced:expr) => {
         ResourceType {
-            group: <$ty as k8s_openapi::Resource>::GROUP,
-            version: <$ty as k8s_openapi::Resource>::VERSION,
-            kind: <$ty as k8s_openapi::Resource>::KIND,
-            list_kind: "",
-            plural: $plural,
-            singular: $singular,
-            namespaced: $namespaced,
-            short_names: NONE,
-            categories: NONE,
-            subresources: NONE,
             verbs: CREATE_ONLY,
-            storage_group: <$ty as k8s_openapi::Resource>::GROUP,
-            storage_version: <$ty as k8s_openapi::Resource>::VERSION,
-            storage_plural: $plural,
-            roundtrip: roundtrip::<$ty>,
-            schema: <$ty as k8s_openapi::schemars::JsonSchema>::json_schema,
-            schema_name: <$ty as k8s_openapi::schemars::JsonSchema>::schema_name,
-            custom: None,
+            ..typed::<$ty>("", $plural, $singular, $namespaced)
         }
     };
 }
@@ -236,6 +282,12 @@ const HPA_V2BETA2: ResourceType = ResourceType {
     schema: <api::autoscaling::v2::HorizontalPodAutoscaler as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: hpa_v2beta2_schema_name,
     custom: None,
+    name_rule: NameRule::Subdomain,
+    kube_finalizers: true,
+    tracks_generation: true,
+    keeps_status: true,
+    validate: Some(by_kind::horizontal_pod_autoscaler),
+    strategy: Strategy::Default,
 };
 
 /// The v2beta2 HPA's schema name, upstream's (`io.k8s.api.autoscaling.v2beta2.…`).
@@ -286,6 +338,12 @@ const INGRESS_CLASS_V1BETA1: ResourceType = ResourceType {
     schema: <api::networking::v1::IngressClass as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: ingress_class_v1beta1_schema_name,
     custom: None,
+    name_rule: NameRule::Subdomain,
+    kube_finalizers: true,
+    tracks_generation: false,
+    keeps_status: false,
+    validate: Some(by_kind::ingress_class),
+    strategy: Strategy::Default,
 };
 
 const INGRESS_V1BETA1: ResourceType = ResourceType {
@@ -307,6 +365,12 @@ const INGRESS_V1BETA1: ResourceType = ResourceType {
     schema: <api::networking::v1::Ingress as k8s_openapi::schemars::JsonSchema>::json_schema,
     schema_name: ingress_v1beta1_schema_name,
     custom: None,
+    name_rule: NameRule::Subdomain,
+    kube_finalizers: true,
+    tracks_generation: true,
+    keeps_status: true,
+    validate: Some(by_kind::ingress),
+    strategy: Strategy::Default,
 };
 
 fn ingress_class_v1beta1_schema_name() -> std::borrow::Cow<'static, str> {
@@ -325,39 +389,39 @@ const NONE: &[&str] = &[];
 /// in the order of their first resource (upstream's preferred order: core first).
 pub static RESOURCES: &[ResourceType] = &[
     // core/v1
-    resource!(api::core::v1::ConfigMap, "configmaps", "configmap", NS, short: &["cm"], cat: NONE, sub: NONE),
+    resource!(api::core::v1::ConfigMap, "configmaps", "configmap", NS, short: &["cm"], cat: NONE, sub: NONE, validate: Some(by_kind::config_map)),
     resource!(api::core::v1::Endpoints, "endpoints", "endpoints", NS, short: &["ep"], cat: NONE, sub: NONE),
     resource!(api::core::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE),
-    resource!(api::core::v1::LimitRange, "limitranges", "limitrange", NS, short: &["limits"], cat: NONE, sub: NONE),
-    resource!(api::core::v1::Namespace, "namespaces", "namespace", CLUSTER, short: &["ns"], cat: NONE, sub: &["status", "finalize"], verbs: VERBS_NO_COLLECTION_DELETE, storage: None),
-    resource!(api::core::v1::Node, "nodes", "node", CLUSTER, short: &["no"], cat: NONE, sub: &["status", "proxy"]),
-    resource!(api::core::v1::PersistentVolumeClaim, "persistentvolumeclaims", "persistentvolumeclaim", NS, short: &["pvc"], cat: NONE, sub: STATUS),
-    resource!(api::core::v1::PersistentVolume, "persistentvolumes", "persistentvolume", CLUSTER, short: &["pv"], cat: NONE, sub: STATUS),
-    resource!(api::core::v1::Pod, "pods", "pod", NS, short: &["po"], cat: ALL, sub: POD_SUBRESOURCES),
-    resource!(api::core::v1::PodTemplate, "podtemplates", "podtemplate", NS, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::core::v1::ReplicationController, "replicationcontrollers", "replicationcontroller", NS, short: &["rc"], cat: ALL, sub: STATUS_SCALE),
-    resource!(api::core::v1::ResourceQuota, "resourcequotas", "resourcequota", NS, short: &["quota"], cat: NONE, sub: STATUS),
-    resource!(api::core::v1::Secret, "secrets", "secret", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::core::v1::LimitRange, "limitranges", "limitrange", NS, short: &["limits"], cat: NONE, sub: NONE, validate: Some(by_kind::limit_range)),
+    resource!(api::core::v1::Namespace, "namespaces", "namespace", CLUSTER, short: &["ns"], cat: NONE, sub: &["status", "finalize"], verbs: VERBS_NO_COLLECTION_DELETE, name_rule: NameRule::Label, keeps_status: true, validate: Some(by_kind::namespace), strategy: Strategy::Namespace),
+    resource!(api::core::v1::Node, "nodes", "node", CLUSTER, short: &["no"], cat: NONE, sub: &["status", "proxy"], keeps_status: true),
+    resource!(api::core::v1::PersistentVolumeClaim, "persistentvolumeclaims", "persistentvolumeclaim", NS, short: &["pvc"], cat: NONE, sub: STATUS, keeps_status: true, validate: Some(by_kind::persistent_volume_claim), strategy: Strategy::PersistentVolumeClaim),
+    resource!(api::core::v1::PersistentVolume, "persistentvolumes", "persistentvolume", CLUSTER, short: &["pv"], cat: NONE, sub: STATUS, keeps_status: true, validate: Some(by_kind::persistent_volume), strategy: Strategy::PersistentVolume),
+    resource!(api::core::v1::Pod, "pods", "pod", NS, short: &["po"], cat: ALL, sub: POD_SUBRESOURCES, keeps_status: true, validate: Some(by_kind::pod), strategy: Strategy::Pod),
+    resource!(api::core::v1::PodTemplate, "podtemplates", "podtemplate", NS, short: NONE, cat: NONE, sub: NONE, validate: Some(by_kind::pod_template)),
+    resource!(api::core::v1::ReplicationController, "replicationcontrollers", "replicationcontroller", NS, short: &["rc"], cat: ALL, sub: STATUS_SCALE, tracks_generation: true, keeps_status: true, validate: Some(by_kind::replication_controller)),
+    resource!(api::core::v1::ResourceQuota, "resourcequotas", "resourcequota", NS, short: &["quota"], cat: NONE, sub: STATUS, keeps_status: true, validate: Some(by_kind::resource_quota)),
+    resource!(api::core::v1::Secret, "secrets", "secret", NS, short: NONE, cat: NONE, sub: NONE, validate: Some(by_kind::secret)),
     resource!(api::core::v1::ServiceAccount, "serviceaccounts", "serviceaccount", NS, short: &["sa"], cat: NONE, sub: &["token"]),
-    resource!(api::core::v1::Service, "services", "service", NS, short: &["svc"], cat: ALL, sub: &["status", "proxy"]),
+    resource!(api::core::v1::Service, "services", "service", NS, short: &["svc"], cat: ALL, sub: &["status", "proxy"], name_rule: NameRule::Dns1035Label, keeps_status: true, validate: Some(by_kind::service), strategy: Strategy::Service),
     // apps/v1
     resource!(api::apps::v1::ControllerRevision, "controllerrevisions", "controllerrevision", NS, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::apps::v1::DaemonSet, "daemonsets", "daemonset", NS, short: &["ds"], cat: ALL, sub: STATUS),
-    resource!(api::apps::v1::Deployment, "deployments", "deployment", NS, short: &["deploy"], cat: ALL, sub: STATUS_SCALE),
-    resource!(api::apps::v1::ReplicaSet, "replicasets", "replicaset", NS, short: &["rs"], cat: ALL, sub: STATUS_SCALE),
-    resource!(api::apps::v1::StatefulSet, "statefulsets", "statefulset", NS, short: &["sts"], cat: ALL, sub: STATUS_SCALE),
+    resource!(api::apps::v1::DaemonSet, "daemonsets", "daemonset", NS, short: &["ds"], cat: ALL, sub: STATUS, tracks_generation: true, keeps_status: true, validate: Some(by_kind::daemon_set)),
+    resource!(api::apps::v1::Deployment, "deployments", "deployment", NS, short: &["deploy"], cat: ALL, sub: STATUS_SCALE, tracks_generation: true, keeps_status: true, validate: Some(by_kind::deployment)),
+    resource!(api::apps::v1::ReplicaSet, "replicasets", "replicaset", NS, short: &["rs"], cat: ALL, sub: STATUS_SCALE, tracks_generation: true, keeps_status: true, validate: Some(by_kind::replica_set)),
+    resource!(api::apps::v1::StatefulSet, "statefulsets", "statefulset", NS, short: &["sts"], cat: ALL, sub: STATUS_SCALE, tracks_generation: true, keeps_status: true, validate: Some(by_kind::stateful_set)),
     // autoscaling: v2 is the storage version; v1 is converted.
-    resource!(api::autoscaling::v2::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS),
-    resource!(api::autoscaling::v1::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS, verbs: VERBS, storage: Some("v2")),
+    resource!(api::autoscaling::v2::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS, tracks_generation: true, keeps_status: true, validate: Some(by_kind::horizontal_pod_autoscaler)),
+    resource!(api::autoscaling::v1::HorizontalPodAutoscaler, "horizontalpodautoscalers", "horizontalpodautoscaler", NS, short: &["hpa"], cat: ALL, sub: STATUS, storage_version: "v2", tracks_generation: true, keeps_status: true, validate: Some(by_kind::horizontal_pod_autoscaler)),
     // autoscaling/v2beta2: removed upstream in 1.26, served here (last, so never
     // preferred) for the seed article's `kubectl explain … --api-version=autoscaling/v2beta2`.
     HPA_V2BETA2,
     // batch/v1
-    resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS),
-    resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS),
+    resource!(api::batch::v1::CronJob, "cronjobs", "cronjob", NS, short: &["cj"], cat: ALL, sub: STATUS, tracks_generation: true, keeps_status: true, validate: Some(by_kind::cron_job)),
+    resource!(api::batch::v1::Job, "jobs", "job", NS, short: NONE, cat: ALL, sub: STATUS, tracks_generation: true, keeps_status: true, validate: Some(by_kind::job), strategy: Strategy::Job),
     // certificates.k8s.io/v1: `approval` changes only the Approved/Denied
     // conditions, `status` the issued certificate (kubelet TLS bootstrapping).
-    resource!(api::certificates::v1::CertificateSigningRequest, "certificatesigningrequests", "certificatesigningrequest", CLUSTER, short: &["csr"], cat: NONE, sub: &["status", "approval"]),
+    resource!(api::certificates::v1::CertificateSigningRequest, "certificatesigningrequests", "certificatesigningrequest", CLUSTER, short: &["csr"], cat: NONE, sub: &["status", "approval"], strategy: Strategy::CertificateSigningRequest),
     // authentication.k8s.io/v1 and authorization.k8s.io/v1: reviews, never stored.
     review!(
         api::authentication::v1::SelfSubjectReview,
@@ -400,37 +464,37 @@ pub static RESOURCES: &[ResourceType] = &[
     // events.k8s.io/v1 Events are core/v1 Events in storage, as upstream.
     // admissionregistration.k8s.io/v1: dynamic admission (the API server's
     // MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins call them).
-    resource!(api::admissionregistration::v1::MutatingWebhookConfiguration, "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
-    resource!(api::admissionregistration::v1::ValidatingWebhookConfiguration, "validatingwebhookconfigurations", "validatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
+    resource!(api::admissionregistration::v1::MutatingWebhookConfiguration, "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE, strategy: Strategy::WebhookConfiguration),
+    resource!(api::admissionregistration::v1::ValidatingWebhookConfiguration, "validatingwebhookconfigurations", "validatingwebhookconfiguration", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE, strategy: Strategy::WebhookConfiguration),
     // The ValidatingAdmissionPolicy plugin evaluates these (CEL, no webhook).
-    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicy, "validatingadmissionpolicies", "validatingadmissionpolicy", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS),
-    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicyBinding, "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE),
+    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicy, "validatingadmissionpolicies", "validatingadmissionpolicy", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS, tracks_generation: true, keeps_status: true, strategy: Strategy::ValidatingAdmissionPolicy),
+    resource!(api::admissionregistration::v1::ValidatingAdmissionPolicyBinding, "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", CLUSTER, short: NONE, cat: &["api-extensions"], sub: NONE, strategy: Strategy::ValidatingAdmissionPolicyBinding),
     // apiregistration.k8s.io/v1: who serves each group-version (the API server's
     // aggregator proxies remote ones).
-    resource!(k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService, "apiservices", "apiservice", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS),
+    resource!(k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService, "apiservices", "apiservice", CLUSTER, short: NONE, cat: &["api-extensions"], sub: STATUS, keeps_status: true, strategy: Strategy::APIService),
     // apiextensions.k8s.io/v1: CustomResourceDefinitions; their resources are
     // served from the custom set below once Established (`crd.rs`).
-    resource!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition, "customresourcedefinitions", "customresourcedefinition", CLUSTER, short: &["crd", "crds"], cat: &["api-extensions"], sub: STATUS),
-    resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE, verbs: VERBS, storage: None, stored_as: Some(("", "v1"))),
+    resource!(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition, "customresourcedefinitions", "customresourcedefinition", CLUSTER, short: &["crd", "crds"], cat: &["api-extensions"], sub: STATUS, kube_finalizers: false, tracks_generation: true, keeps_status: true, strategy: Strategy::CustomResourceDefinition),
+    resource!(api::events::v1::Event, "events", "event", NS, short: &["ev"], cat: NONE, sub: NONE, storage_group: "", storage_version: "v1"),
     // networking.k8s.io/v1
-    resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::networking::v1::Ingress, "ingresses", "ingress", NS, short: &["ing"], cat: NONE, sub: STATUS),
-    resource!(api::networking::v1::NetworkPolicy, "networkpolicies", "networkpolicy", NS, short: &["netpol"], cat: NONE, sub: NONE),
+    resource!(api::networking::v1::IngressClass, "ingressclasses", "ingressclass", CLUSTER, short: NONE, cat: NONE, sub: NONE, validate: Some(by_kind::ingress_class)),
+    resource!(api::networking::v1::Ingress, "ingresses", "ingress", NS, short: &["ing"], cat: NONE, sub: STATUS, tracks_generation: true, keeps_status: true, validate: Some(by_kind::ingress)),
+    resource!(api::networking::v1::NetworkPolicy, "networkpolicies", "networkpolicy", NS, short: &["netpol"], cat: NONE, sub: NONE, tracks_generation: true, keeps_status: true),
     // networking.k8s.io/v1beta1 (after v1, so never preferred), stored as v1.
     INGRESS_CLASS_V1BETA1,
     INGRESS_V1BETA1,
-    resource!(api::policy::v1::PodDisruptionBudget, "poddisruptionbudgets", "poddisruptionbudget", NS, short: &["pdb"], cat: NONE, sub: STATUS),
+    resource!(api::policy::v1::PodDisruptionBudget, "poddisruptionbudgets", "poddisruptionbudget", NS, short: &["pdb"], cat: NONE, sub: STATUS, tracks_generation: true, keeps_status: true),
     // rbac.authorization.k8s.io/v1 (enforced by the API server's RBAC authorizer)
-    resource!(api::rbac::v1::ClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", CLUSTER, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::rbac::v1::ClusterRole, "clusterroles", "clusterrole", CLUSTER, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::rbac::v1::RoleBinding, "rolebindings", "rolebinding", NS, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::rbac::v1::Role, "roles", "role", NS, short: NONE, cat: NONE, sub: NONE),
+    resource!(api::rbac::v1::ClusterRoleBinding, "clusterrolebindings", "clusterrolebinding", CLUSTER, short: NONE, cat: NONE, sub: NONE, name_rule: NameRule::PathSegment),
+    resource!(api::rbac::v1::ClusterRole, "clusterroles", "clusterrole", CLUSTER, short: NONE, cat: NONE, sub: NONE, name_rule: NameRule::PathSegment),
+    resource!(api::rbac::v1::RoleBinding, "rolebindings", "rolebinding", NS, short: NONE, cat: NONE, sub: NONE, name_rule: NameRule::PathSegment),
+    resource!(api::rbac::v1::Role, "roles", "role", NS, short: NONE, cat: NONE, sub: NONE, name_rule: NameRule::PathSegment),
     resource!(api::scheduling::v1::PriorityClass, "priorityclasses", "priorityclass", CLUSTER, short: &["pc"], cat: NONE, sub: NONE),
     // storage.k8s.io/v1
-    resource!(api::storage::v1::CSIDriver, "csidrivers", "csidriver", CLUSTER, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::storage::v1::CSINode, "csinodes", "csinode", CLUSTER, short: NONE, cat: NONE, sub: NONE),
-    resource!(api::storage::v1::StorageClass, "storageclasses", "storageclass", CLUSTER, short: &["sc"], cat: NONE, sub: NONE),
-    resource!(api::storage::v1::VolumeAttachment, "volumeattachments", "volumeattachment", CLUSTER, short: NONE, cat: NONE, sub: STATUS),
+    resource!(api::storage::v1::CSIDriver, "csidrivers", "csidriver", CLUSTER, short: NONE, cat: NONE, sub: NONE, validate: Some(by_kind::csi_driver)),
+    resource!(api::storage::v1::CSINode, "csinodes", "csinode", CLUSTER, short: NONE, cat: NONE, sub: NONE, validate: Some(by_kind::csi_node)),
+    resource!(api::storage::v1::StorageClass, "storageclasses", "storageclass", CLUSTER, short: &["sc"], cat: NONE, sub: NONE, validate: Some(by_kind::storage_class)),
+    resource!(api::storage::v1::VolumeAttachment, "volumeattachments", "volumeattachment", CLUSTER, short: NONE, cat: NONE, sub: STATUS, keeps_status: true, validate: Some(by_kind::volume_attachment), strategy: Strategy::VolumeAttachment),
 ];
 
 /// A served API group with its versions, preferred first.
@@ -618,6 +682,66 @@ mod tests {
                 if let Some(prev) = seen.insert(*s, r.plural) {
                     assert_eq!(prev, r.plural, "short name {s} reused");
                 }
+            }
+        }
+    }
+
+    /// The per-kind facts as the tables that were keyed on kind names had them.
+    #[test]
+    fn per_kind_facts() {
+        let generation = [
+            ("apps", "Deployment"),
+            ("apps", "ReplicaSet"),
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("", "ReplicationController"),
+            ("batch", "Job"),
+            ("batch", "CronJob"),
+            ("autoscaling", "HorizontalPodAutoscaler"),
+            ("policy", "PodDisruptionBudget"),
+            ("networking.k8s.io", "NetworkPolicy"),
+            ("networking.k8s.io", "Ingress"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ];
+        let status_only = [
+            ("", "Pod"),
+            ("", "Service"),
+            ("", "Namespace"),
+            ("", "Node"),
+            ("", "PersistentVolume"),
+            ("", "PersistentVolumeClaim"),
+            ("", "ResourceQuota"),
+            ("apiregistration.k8s.io", "APIService"),
+            ("storage.k8s.io", "VolumeAttachment"),
+        ];
+        for r in RESOURCES {
+            let gk = (r.group, r.kind);
+            assert_eq!(r.tracks_generation, generation.contains(&gk), "{gk:?}");
+            assert_eq!(
+                r.keeps_status,
+                generation.contains(&gk) || status_only.contains(&gk),
+                "{gk:?}"
+            );
+            let rule = match gk {
+                ("", "Namespace") => NameRule::Label,
+                ("", "Service") => NameRule::Dns1035Label,
+                (
+                    "rbac.authorization.k8s.io",
+                    "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
+                ) => NameRule::PathSegment,
+                _ => NameRule::Subdomain,
+            };
+            assert_eq!(r.name_rule, rule, "{gk:?}");
+            assert_eq!(
+                r.kube_finalizers,
+                r.group != "apiextensions.k8s.io",
+                "{gk:?}"
+            );
+            // Every version of a kind shares its facts.
+            for other in RESOURCES.iter().filter(|o| (o.group, o.kind) == gk) {
+                assert_eq!(other.strategy, r.strategy, "{gk:?}");
+                assert_eq!(other.validate.is_some(), r.validate.is_some(), "{gk:?}");
             }
         }
     }

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::registry::ResourceType;
+
 mod apps;
 mod autoscaling;
 mod core;
@@ -613,19 +615,6 @@ pub enum NameRule {
     PathSegment,
 }
 
-/// The name rule upstream applies to a kind.
-pub fn name_rule(group: &str, kind: &str) -> NameRule {
-    match (group, kind) {
-        ("", "Namespace") => NameRule::Label,
-        ("", "Service") => NameRule::Dns1035Label,
-        (
-            "rbac.authorization.k8s.io",
-            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
-        ) => NameRule::PathSegment,
-        _ => NameRule::Subdomain,
-    }
-}
-
 /// Validates a name (or, with `prefix`, a generateName) under `rule`,
 /// returning upstream's messages.
 pub fn validate_name(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
@@ -692,134 +681,120 @@ pub const IS_NEGATIVE: &str = "must be greater than or equal to 0";
 // ---------------------------------------------------------------------------
 // Entry point.
 
-/// Validates an object of `group`/`kind` (after defaulting); `old` is the
-/// stored object on update. Returns every error found. Scope comes from
-/// [`is_cluster_scoped`]; use [`validate_scoped`] for custom resources.
-pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    validate_scoped(group, kind, !is_cluster_scoped(group, kind), obj, old)
-}
-
-/// [`validate`] with the scope given by the caller (the registry knows it).
-pub fn validate_scoped(
-    group: &str,
-    kind: &str,
-    namespaced: bool,
-    obj: &Value,
-    old: Option<&Value>,
-) -> Vec<FieldError> {
+/// Validates an object of the served resource `rt` (after defaulting); `old`
+/// is the stored object on update. Returns every error found. The registry
+/// entry says how: scope, name rule, finalizer rule, the kind's own hook.
+pub fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(map) = obj.as_object() else {
         errs.push(FieldError::type_invalid("", obj, "object"));
         return errs;
     };
-    let rule = name_rule(group, kind);
     let meta_path = "metadata";
     let empty = Value::Object(Map::new());
     let meta = match map.get("metadata") {
         None | Some(Value::Null) => &empty,
         Some(m) => m,
     };
-    let builtin = group != "apiextensions.k8s.io"
-        && crate::registry::RESOURCES
-            .iter()
-            .any(|r| r.group == group && r.kind == kind);
-    errs.extend(if builtin {
-        validate_object_meta(meta, namespaced, rule, meta_path)
+    errs.extend(if rt.kube_finalizers {
+        validate_object_meta(meta, rt.namespaced, rt.name_rule, meta_path)
     } else {
-        meta::validate_object_meta_generic(meta, namespaced, rule, meta_path)
+        meta::validate_object_meta_generic(meta, rt.namespaced, rt.name_rule, meta_path)
     });
     if meta.is_object()
         && let Some(old_meta) = old.and_then(|o| o.get("metadata"))
     {
         errs.extend(validate_object_meta_update(meta, old_meta, meta_path));
     }
-    errs.extend(match (group, kind) {
-        ("", "Pod") => pod::validate_pod(obj, old),
-        ("", "PodTemplate") => pod::validate_pod_template(obj),
-        ("", "Service") => service::validate_service(obj, old),
-        ("", "ConfigMap") => core::validate_config_map(obj, old),
-        ("", "Secret") => core::validate_secret(obj, old),
-        ("", "Namespace") => core::validate_namespace(obj, old),
-        ("", "ResourceQuota") => quota::validate_resource_quota(obj),
-        ("", "LimitRange") => quota::validate_limit_range(obj),
-        ("", "PersistentVolume") => volume::validate_persistent_volume(obj, old),
-        ("", "PersistentVolumeClaim") => volume::validate_persistent_volume_claim(obj, old),
-        ("", "ReplicationController") => apps::validate_replication_controller(obj),
-        ("apps", "Deployment") => apps::validate_deployment(obj, old),
-        ("apps", "ReplicaSet") => apps::validate_replica_set(obj, old),
-        ("apps", "StatefulSet") => apps::validate_stateful_set(obj, old),
-        ("apps", "DaemonSet") => apps::validate_daemon_set(obj, old),
-        ("batch", "Job") => apps::validate_job(obj, old),
-        ("batch", "CronJob") => apps::validate_cron_job(obj),
-        ("storage.k8s.io", "StorageClass") => storage::validate_storage_class(obj, old),
-        ("storage.k8s.io", "CSIDriver") => storage::validate_csi_driver(obj, old),
-        ("storage.k8s.io", "CSINode") => storage::validate_csi_node(obj, old),
-        ("storage.k8s.io", "VolumeAttachment") => storage::validate_volume_attachment(obj, old),
-        ("networking.k8s.io", "Ingress") => networking::validate_ingress(obj, old),
-        ("networking.k8s.io", "IngressClass") => networking::validate_ingress_class(obj, old),
-        ("autoscaling", "HorizontalPodAutoscaler") => {
-            let mut e = autoscaling::validate_hpa(obj, old);
-            e.extend(autoscaling::validate_hpa_status(obj));
-            e
-        }
-        _ => Vec::new(),
-    });
+    if let Some(validate_kind) = rt.validate {
+        errs.extend(validate_kind(obj, old));
+    }
     errs
 }
 
-/// Built-in kinds that are not namespaced (everything else is).
-pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
-    matches!(
-        (group, kind),
-        (
-            "",
-            "Namespace" | "Node" | "PersistentVolume" | "ComponentStatus"
-        ) | (
-            "rbac.authorization.k8s.io",
-            "ClusterRole" | "ClusterRoleBinding"
-        ) | ("scheduling.k8s.io", "PriorityClass")
-            | (
-                "storage.k8s.io",
-                "StorageClass"
-                    | "CSIDriver"
-                    | "CSINode"
-                    | "VolumeAttachment"
-                    | "VolumeAttributesClass"
-            )
-            | (
-                "networking.k8s.io",
-                "IngressClass" | "IPAddress" | "ServiceCIDR"
-            )
-            | ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("apiregistration.k8s.io", "APIService")
-            | (
-                "certificates.k8s.io",
-                "CertificateSigningRequest" | "ClusterTrustBundle"
-            )
-            | (
-                "admissionregistration.k8s.io",
-                "MutatingWebhookConfiguration"
-                    | "ValidatingWebhookConfiguration"
-                    | "ValidatingAdmissionPolicy"
-                    | "ValidatingAdmissionPolicyBinding"
-                    | "MutatingAdmissionPolicy"
-                    | "MutatingAdmissionPolicyBinding"
-            )
-            | ("node.k8s.io", "RuntimeClass")
-            | (
-                "flowcontrol.apiserver.k8s.io",
-                "FlowSchema" | "PriorityLevelConfiguration"
-            )
-            | ("resource.k8s.io", "DeviceClass" | "ResourceSlice")
-            | (
-                "authentication.k8s.io" | "authorization.k8s.io",
-                "TokenReview"
-                    | "SelfSubjectReview"
-                    | "SubjectAccessReview"
-                    | "SelfSubjectAccessReview"
-                    | "SelfSubjectRulesReview"
-            )
-    )
+/// Each kind's own validation, named by its registry entry
+/// ([`ResourceType::validate`]); the rules live in the area files.
+pub(crate) mod by_kind {
+    use super::{FieldError, Value};
+    use super::{apps, autoscaling, core, networking, pod, quota, service, storage, volume};
+
+    type Errs = Vec<FieldError>;
+
+    pub(crate) fn pod(obj: &Value, old: Option<&Value>) -> Errs {
+        pod::validate_pod(obj, old)
+    }
+    pub(crate) fn pod_template(obj: &Value, _old: Option<&Value>) -> Errs {
+        pod::validate_pod_template(obj)
+    }
+    pub(crate) fn service(obj: &Value, old: Option<&Value>) -> Errs {
+        service::validate_service(obj, old)
+    }
+    pub(crate) fn config_map(obj: &Value, old: Option<&Value>) -> Errs {
+        core::validate_config_map(obj, old)
+    }
+    pub(crate) fn secret(obj: &Value, old: Option<&Value>) -> Errs {
+        core::validate_secret(obj, old)
+    }
+    pub(crate) fn namespace(obj: &Value, old: Option<&Value>) -> Errs {
+        core::validate_namespace(obj, old)
+    }
+    pub(crate) fn resource_quota(obj: &Value, _old: Option<&Value>) -> Errs {
+        quota::validate_resource_quota(obj)
+    }
+    pub(crate) fn limit_range(obj: &Value, _old: Option<&Value>) -> Errs {
+        quota::validate_limit_range(obj)
+    }
+    pub(crate) fn persistent_volume(obj: &Value, old: Option<&Value>) -> Errs {
+        volume::validate_persistent_volume(obj, old)
+    }
+    pub(crate) fn persistent_volume_claim(obj: &Value, old: Option<&Value>) -> Errs {
+        volume::validate_persistent_volume_claim(obj, old)
+    }
+    pub(crate) fn replication_controller(obj: &Value, _old: Option<&Value>) -> Errs {
+        apps::validate_replication_controller(obj)
+    }
+    pub(crate) fn deployment(obj: &Value, old: Option<&Value>) -> Errs {
+        apps::validate_deployment(obj, old)
+    }
+    pub(crate) fn replica_set(obj: &Value, old: Option<&Value>) -> Errs {
+        apps::validate_replica_set(obj, old)
+    }
+    pub(crate) fn stateful_set(obj: &Value, old: Option<&Value>) -> Errs {
+        apps::validate_stateful_set(obj, old)
+    }
+    pub(crate) fn daemon_set(obj: &Value, old: Option<&Value>) -> Errs {
+        apps::validate_daemon_set(obj, old)
+    }
+    pub(crate) fn job(obj: &Value, old: Option<&Value>) -> Errs {
+        apps::validate_job(obj, old)
+    }
+    pub(crate) fn cron_job(obj: &Value, _old: Option<&Value>) -> Errs {
+        apps::validate_cron_job(obj)
+    }
+    pub(crate) fn storage_class(obj: &Value, old: Option<&Value>) -> Errs {
+        storage::validate_storage_class(obj, old)
+    }
+    pub(crate) fn csi_driver(obj: &Value, old: Option<&Value>) -> Errs {
+        storage::validate_csi_driver(obj, old)
+    }
+    pub(crate) fn csi_node(obj: &Value, old: Option<&Value>) -> Errs {
+        storage::validate_csi_node(obj, old)
+    }
+    pub(crate) fn volume_attachment(obj: &Value, old: Option<&Value>) -> Errs {
+        storage::validate_volume_attachment(obj, old)
+    }
+    pub(crate) fn ingress(obj: &Value, old: Option<&Value>) -> Errs {
+        networking::validate_ingress(obj, old)
+    }
+    pub(crate) fn ingress_class(obj: &Value, old: Option<&Value>) -> Errs {
+        networking::validate_ingress_class(obj, old)
+    }
+    /// Every served version, checked in v2 terms.
+    pub(crate) fn horizontal_pod_autoscaler(obj: &Value, old: Option<&Value>) -> Errs {
+        let mut e = autoscaling::validate_hpa(obj, old);
+        e.extend(autoscaling::validate_hpa_status(obj));
+        e
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -942,6 +917,26 @@ fn is_zero(v: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The registry entry of a built-in kind (its first served version).
+    pub(super) fn rt(group: &str, kind: &str) -> &'static ResourceType {
+        crate::registry::RESOURCES
+            .iter()
+            .find(|r| r.group == group && r.kind == kind)
+            .unwrap_or_else(|| panic!("{group}/{kind} is not served"))
+    }
+
+    /// A custom kind's entry as `crd.rs` builds one (no hook, generic finalizers).
+    fn widget_rt(namespaced: bool) -> ResourceType {
+        ResourceType {
+            group: "example.com",
+            kind: "Widget",
+            namespaced,
+            kube_finalizers: false,
+            validate: None,
+            ..*rt("", "ConfigMap")
+        }
+    }
 
     #[test]
     fn error_bodies_match_upstream() {
@@ -1091,11 +1086,11 @@ mod tests {
         for (rule, name, prefix, want) in cases {
             assert_eq!(validate_name(rule, name, prefix), want, "{rule:?} {name}");
         }
-        assert_eq!(name_rule("", "Service"), NameRule::Dns1035Label);
-        assert_eq!(name_rule("", "Namespace"), NameRule::Label);
-        assert_eq!(name_rule("apps", "Deployment"), NameRule::Subdomain);
+        assert_eq!(rt("", "Service").name_rule, NameRule::Dns1035Label);
+        assert_eq!(rt("", "Namespace").name_rule, NameRule::Label);
+        assert_eq!(rt("apps", "Deployment").name_rule, NameRule::Subdomain);
         assert_eq!(
-            name_rule("rbac.authorization.k8s.io", "ClusterRole"),
+            rt("rbac.authorization.k8s.io", "ClusterRole").name_rule,
             NameRule::PathSegment
         );
     }
@@ -1266,15 +1261,15 @@ mod tests {
         for (group, kind, obj) in cases {
             let mut o = obj.clone();
             crate::defaults::apply_defaults(group, "v1", kind, &mut o);
-            crate::defaults::prepare_for_create(group, kind, &mut o);
-            let errs = validate(group, kind, &o, None);
+            crate::defaults::prepare_for_create(rt(group, kind), &mut o);
+            let errs = validate(rt(group, kind), &o, None);
             assert!(
                 errs.is_empty(),
                 "{group}/{kind}: {}",
                 aggregate_message(&errs)
             );
             // An unchanged update is valid too.
-            let errs = validate(group, kind, &o, Some(&o));
+            let errs = validate(rt(group, kind), &o, Some(&o));
             assert!(
                 errs.is_empty(),
                 "{group}/{kind} update: {}",
@@ -1286,13 +1281,13 @@ mod tests {
     #[test]
     fn whole_object_messages() {
         let svc = json!({"metadata": {"name": "1web", "namespace": "default"}, "spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}], "sessionAffinity": "None", "internalTrafficPolicy": "Cluster"}});
-        let errs = validate("", "Service", &svc, None);
+        let errs = validate(rt("", "Service"), &svc, None);
         assert_eq!(
             invalid_message("Service", "1web", &errs),
             "Service \"1web\" is invalid: metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
         );
         let pod = json!({"metadata": {"name": "p"}, "spec": {}});
-        let msgs: Vec<String> = validate("", "Pod", &pod, None)
+        let msgs: Vec<String> = validate(rt("", "Pod"), &pod, None)
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -1306,7 +1301,7 @@ mod tests {
             ]
         );
         let node = json!({"metadata": {"name": "n1", "namespace": "x"}});
-        let msgs: Vec<String> = validate("", "Node", &node, None)
+        let msgs: Vec<String> = validate(rt("", "Node"), &node, None)
             .iter()
             .map(ToString::to_string)
             .collect();
@@ -1315,8 +1310,8 @@ mod tests {
             vec!["metadata.namespace: Forbidden: not allowed on this type"]
         );
         let widget = json!({"metadata": {"name": "w"}});
-        assert!(validate_scoped("example.com", "Widget", false, &widget, None).is_empty());
-        assert_eq!(validate("example.com", "Widget", &widget, None).len(), 1);
+        assert!(validate(&widget_rt(false), &widget, None).is_empty());
+        assert_eq!(validate(&widget_rt(true), &widget, None).len(), 1);
     }
 
     #[test]
@@ -1347,12 +1342,12 @@ mod tests {
             ("apps", "DaemonSet"),
             ("batch", "Job"),
             ("batch", "CronJob"),
-            ("example.com", "Widget"),
         ];
-        for (g, k) in kinds {
+        let widget = widget_rt(true);
+        for r in kinds.into_iter().map(|(g, k)| rt(g, k)).chain([&widget]) {
             for j in &junk {
-                let _ = validate(g, k, j, Some(j));
-                let _ = validate(g, k, j, None);
+                let _ = validate(r, j, Some(j));
+                let _ = validate(r, j, None);
             }
         }
     }

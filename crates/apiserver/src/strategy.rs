@@ -18,7 +18,7 @@ pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value, user: Option<&User
         crate::apiextensions::customresource::prepare_for_create(rt, obj);
         return;
     }
-    berth_api::defaults::prepare_for_create(rt.group, rt.kind, obj);
+    berth_api::defaults::prepare_for_create(rt, obj);
     if crate::apiextensions::is_crd(rt) {
         crate::apiextensions::prepare_for_create(obj);
     }
@@ -109,7 +109,7 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
             crate::apiextensions::customresource::prepare_for_update_main(rt, new, old)
         }
         UpdateScope::Main => {
-            berth_api::defaults::prepare_for_update(rt.group, rt.kind, new, old);
+            berth_api::defaults::prepare_for_update(rt, new, old);
             if crate::apiextensions::is_crd(rt) {
                 crate::apiextensions::prepare_for_update(new, old);
             }

@@ -3,6 +3,14 @@
 use super::*;
 use serde_json::json;
 
+/// The registry entry of a built-in kind (its first served version).
+fn rt(group: &str, kind: &str) -> &'static crate::registry::ResourceType {
+    crate::registry::RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.kind == kind)
+        .unwrap_or_else(|| panic!("{group}/{kind} is not served"))
+}
+
 fn defaulted(group: &str, version: &str, kind: &str, mut obj: Value) -> Value {
     apply_defaults(group, version, kind, &mut obj);
     obj
@@ -605,8 +613,9 @@ fn malformed_objects_never_panic() {
         for j in &junk {
             let mut o = j.clone();
             apply_defaults(g, v, k, &mut o);
-            prepare_for_create(g, k, &mut o);
-            prepare_for_update(g, k, &mut o, j);
+            let rt = crate::registry::lookup_kind(g, v, k).expect(k);
+            prepare_for_create(rt, &mut o);
+            prepare_for_update(rt, &mut o, j);
         }
     }
     for j in &junk {
@@ -620,7 +629,7 @@ fn malformed_objects_never_panic() {
 #[test]
 fn prepare_for_create_cases() {
     let mut ns = json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["example.com/x"]}, "status": {"phase": "Terminating"}});
-    prepare_for_create("", "Namespace", &mut ns);
+    prepare_for_create(rt("", "Namespace"), &mut ns);
     assert_eq!(
         ns["spec"]["finalizers"],
         json!(["example.com/x", "kubernetes"])
@@ -629,14 +638,14 @@ fn prepare_for_create_cases() {
 
     let mut pod = json!({"spec": {"schedulingGates": [{"name": "g"}], "containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]},
         "status": {"phase": "Running"}});
-    prepare_for_create("", "Pod", &mut pod);
+    prepare_for_create(rt("", "Pod"), &mut pod);
     assert_eq!(pod["status"]["phase"], "Pending");
     assert_eq!(pod["status"]["qosClass"], "Guaranteed");
     assert_eq!(pod["status"]["conditions"][0]["reason"], "SchedulingGated");
 
     let mut job =
         json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"metadata": {}}}});
-    prepare_for_create("batch", "Job", &mut job);
+    prepare_for_create(rt("batch", "Job"), &mut job);
     assert_eq!(
         job["spec"]["selector"],
         json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
@@ -649,14 +658,14 @@ fn prepare_for_create_cases() {
     assert_eq!(job["status"], json!({}));
 
     let mut manual = json!({"metadata": {"uid": "u"}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}});
-    prepare_for_create("batch", "Job", &mut manual);
+    prepare_for_create(rt("batch", "Job"), &mut manual);
     assert_eq!(
         manual["spec"]["selector"],
         json!({"matchLabels": {"a": "b"}})
     );
 
     let mut deploy = json!({"metadata": {"name": "d"}, "spec": {}, "status": {"replicas": 3}});
-    prepare_for_create("apps", "Deployment", &mut deploy);
+    prepare_for_create(rt("apps", "Deployment"), &mut deploy);
     assert_eq!(
         deploy,
         json!({"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {}})
@@ -666,17 +675,16 @@ fn prepare_for_create_cases() {
     for kind in ["PersistentVolumeClaim", "PersistentVolume"] {
         let mut o =
             json!({"spec": {}, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
-        prepare_for_create("", kind, &mut o);
+        prepare_for_create(rt("", kind), &mut o);
         assert_eq!(o["status"], json!({"phase": "Pending"}), "{kind}");
     }
     let mut va =
         json!({"spec": {}, "status": {"attached": true, "attachmentMetadata": {"a": "b"}}});
-    prepare_for_create("storage.k8s.io", "VolumeAttachment", &mut va);
+    prepare_for_create(rt("storage.k8s.io", "VolumeAttachment"), &mut va);
     assert_eq!(va["status"], json!({"attached": false}));
     let mut same = json!({"spec": {"nodeName": "n"}, "status": {"attached": false}});
     prepare_for_update(
-        "storage.k8s.io",
-        "VolumeAttachment",
+        rt("storage.k8s.io", "VolumeAttachment"),
         &mut same,
         &json!({"spec": {}, "status": {"attached": true}}),
     );
@@ -687,7 +695,7 @@ fn prepare_for_create_cases() {
     );
 
     let mut cm = json!({"data": {}});
-    prepare_for_create("", "ConfigMap", &mut cm);
+    prepare_for_create(rt("", "ConfigMap"), &mut cm);
     assert_eq!(cm, json!({"data": {}}));
 }
 
@@ -696,19 +704,19 @@ fn prepare_for_update_cases() {
     let old =
         json!({"metadata": {"generation": 4}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
     let mut same = json!({"metadata": {}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
-    prepare_for_update("apps", "Deployment", &mut same, &old);
+    prepare_for_update(rt("apps", "Deployment"), &mut same, &old);
     assert_eq!(
         same,
         json!({"metadata": {"generation": 4}, "spec": {"replicas": 1}, "status": {"replicas": 1}})
     );
     let mut scaled = json!({"metadata": {}, "spec": {"replicas": 3}});
-    prepare_for_update("apps", "Deployment", &mut scaled, &old);
+    prepare_for_update(rt("apps", "Deployment"), &mut scaled, &old);
     assert_eq!(scaled["metadata"]["generation"], 5);
     assert_eq!(scaled["status"], json!({"replicas": 1}));
 
     let old_ns = json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
     let mut ns = json!({"spec": {"finalizers": []}, "status": {"phase": "Terminating"}});
-    prepare_for_update("", "Namespace", &mut ns, &old_ns);
+    prepare_for_update(rt("", "Namespace"), &mut ns, &old_ns);
     assert_eq!(ns, old_ns);
 }
 

@@ -844,7 +844,8 @@ mod tests {
     #[test]
     fn full_invalid_message_for_deployment() {
         let obj = set(deployment(), "/spec/replicas", json!(-1));
-        let errs = super::super::validate("apps", "Deployment", &obj, None);
+        let errs =
+            super::super::validate(super::super::tests::rt("apps", "Deployment"), &obj, None);
         assert_eq!(
             super::super::invalid_message("Deployment.apps", "web", &errs),
             "Deployment.apps \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"

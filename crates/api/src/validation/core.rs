@@ -269,8 +269,7 @@ mod tests {
             ]
         );
         let errs = super::super::validate(
-            "",
-            "Namespace",
+            super::super::tests::rt("", "Namespace"),
             &json!({"metadata": {"name": "my.ns"}}),
             None,
         );

@@ -72,8 +72,7 @@ pub fn validate(
     obj: &Value,
     old: Option<&Value>,
 ) -> Vec<FieldError> {
-    let mut errs =
-        berth_api::validation::validate_scoped(rt.group, rt.kind, rt.namespaced, obj, old);
+    let mut errs = berth_api::validation::validate(rt, obj, old);
     if let Some(schema) = &cr.schema {
         // Metadata was checked above; the schema speaks for the rest.
         let mut body = obj.clone();

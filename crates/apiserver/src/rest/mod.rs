@@ -168,7 +168,7 @@ impl Rest {
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
         let errs = match rt.custom {
             Some(cr) => crate::apiextensions::customresource::validate(rt, cr, obj, old),
-            None => berth_api::validation::validate(rt.group, rt.kind, obj, old),
+            None => berth_api::validation::validate(rt, obj, old),
         };
         self.invalid_if_any(rt, obj, errs)
     }
