@@ -13,7 +13,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use berth_api::registry::ResourceType;
 use berth_api::user::UserInfo;
 use berth_api::validation::{FieldError, is_dns1123_label, is_dns1123_subdomain};
 use serde_json::{Map, Value, json};
@@ -61,10 +60,6 @@ pub const VALID_USAGES: &[&str] = &[
 /// Condition types that may only be "True".
 const TRUE_ONLY_TYPES: &[&str] = &[APPROVED, DENIED, FAILED];
 const ALL_STATUSES: &[&str] = &["False", "True", "Unknown"];
-
-pub fn is_csr(rt: &ResourceType) -> bool {
-    rt.group == GROUP && rt.kind == KIND
-}
 
 /// Upstream's `PrepareForCreate`: the requester's identity replaces whatever
 /// the caller put in spec, and no request is created approved or issued.

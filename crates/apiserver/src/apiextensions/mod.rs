@@ -28,11 +28,6 @@ use crate::rest::Rest;
 /// Where CRDs are stored.
 pub const CRD_PREFIX: &str = "/registry/customresourcedefinitions.apiextensions.k8s.io/";
 
-/// Whether `rt` is CustomResourceDefinition itself.
-pub fn is_crd(rt: &ResourceType) -> bool {
-    rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition"
-}
-
 fn crd_rt() -> Option<&'static ResourceType> {
     registry::lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 }

@@ -81,21 +81,11 @@ impl Rest {
                 }
                 _ => {}
             }
-            if crate::apiextensions::is_crd(rt) {
-                crate::apiextensions::mark_for_deletion(
-                    &mut finalizers,
-                    &mut pending,
-                    !objects::is_deleting(&cur),
-                );
-            }
-            let grace = strategy::grace_period(rt, &cur, opts.grace_period);
-            let namespace_lifecycle = rt.kind == "Namespace"
-                && pending
-                    .get("spec")
-                    .and_then(|s| s.get("finalizers"))
-                    .and_then(Value::as_array)
-                    .is_some_and(|f| !f.is_empty());
-            let immediate = finalizers.is_empty() && grace == 0 && !namespace_lifecycle;
+            let kind_strategy = strategy::for_resource(rt);
+            kind_strategy.before_delete(&mut finalizers, &mut pending, !objects::is_deleting(&cur));
+            let grace = kind_strategy.grace_period(&cur, opts.grace_period);
+            let waits = kind_strategy.delete_waits(&pending);
+            let immediate = finalizers.is_empty() && grace == 0 && !waits;
             if opts.dry_run {
                 return Ok(Reply::ok(if immediate {
                     success_status(rt, &name, &cur)
@@ -150,9 +140,7 @@ impl Rest {
                     m.insert("finalizers".into(), json!(finalizers));
                 }
             }
-            if rt.kind == "Namespace" {
-                pending["status"]["phase"] = json!("Terminating");
-            }
+            kind_strategy.mark_deleting(&mut pending);
             match self
                 .store
                 .update(&key, objects::encode(&pending)?, kv.mod_revision)

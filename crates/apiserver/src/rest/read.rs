@@ -129,7 +129,10 @@ impl Rest {
         match rp.subresource.as_deref() {
             Some("scale") => Ok(scale_of(rp.rt, &obj)),
             None | Some("status") | Some("ephemeralcontainers") => Ok(self.to_version(rp.rt, obj)),
-            Some("approval") if crate::csr::is_csr(rp.rt) => Ok(self.to_version(rp.rt, obj)),
+            // A CertificateSigningRequest's `approval` reads as the object too.
+            Some("approval") if strategy::update_scope(rp.rt, Some("approval")).is_some() => {
+                Ok(self.to_version(rp.rt, obj))
+            }
             Some(_) => Err(ApiError::method_not_allowed()),
         }
     }

@@ -288,13 +288,8 @@ impl Rest {
         mutate: impl Fn(Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
         let dry_run = opts.dry_run;
-        let scope = match rp.subresource.as_deref() {
-            None => UpdateScope::Main,
-            Some("status") => UpdateScope::Status,
-            Some("ephemeralcontainers") if rp.rt.kind == "Pod" => UpdateScope::EphemeralContainers,
-            Some("finalize") if rp.rt.kind == "Namespace" => UpdateScope::Finalize,
-            Some("approval") if crate::csr::is_csr(rp.rt) => UpdateScope::Approval,
-            Some(_) => return Err(ApiError::method_not_allowed()),
+        let Some(scope) = strategy::update_scope(rp.rt, rp.subresource.as_deref()) else {
+            return Err(ApiError::method_not_allowed());
         };
         let rt = rp.rt;
         let ns = ns_of(rp);

@@ -1,56 +1,126 @@
 //! Per-kind behaviour on create, update and delete (upstream's "REST strategies"):
 //! what a create resets, which changes bump `metadata.generation`, which parts of
 //! an object each endpoint may change, and how deletion is graceful.
+//!
+//! What every kind shares is here; facts that are plain data (generation,
+//! status, name rule, validation) are in its registry entry, and a kind with
+//! rules of its own has a [`RestStrategy`] in a file named after it (upstream's
+//! `pkg/registry/<group>/<kind>/strategy.go`), chosen by [`for_resource`] from
+//! the entry's [`Strategy`] key. Adding such a kind is its registry entry, its
+//! file and one line of that table.
 
-use berth_api::registry::ResourceType;
+use berth_api::registry::{ResourceType, Strategy};
 use berth_api::user::UserInfo;
 use berth_api::validation::FieldError;
 use serde_json::{Value, json};
 
 use crate::objects;
 
+mod apiservice;
+mod certificatesigningrequest;
+mod customresource;
+mod customresourcedefinition;
+mod namespace;
+mod persistentvolume;
+mod pod;
+mod validatingadmissionpolicy;
+mod validatingadmissionpolicybinding;
+mod webhookconfiguration;
+
+/// A kind's own rules, run after what every kind shares. Every hook defaults
+/// to doing nothing.
+pub trait RestStrategy: Sync {
+    /// After the registry's create preparation (`berth_api::defaults`);
+    /// `user` is the requester (a CertificateSigningRequest records it).
+    fn prepare_for_create(&self, _rt: &ResourceType, _obj: &mut Value, _user: Option<&UserInfo>) {}
+
+    /// After the server-owned metadata is carried over and `scope` has cut the
+    /// update down to what its endpoint may change.
+    fn prepare_for_update(
+        &self,
+        _rt: &ResourceType,
+        _scope: UpdateScope,
+        _new: &mut Value,
+        _old: &Value,
+    ) {
+    }
+
+    /// Validation beyond `berth_api::validation` (`scope` is `None` on create,
+    /// `old` the stored object on update).
+    fn validate(
+        &self,
+        _scope: Option<UpdateScope>,
+        _obj: &Value,
+        _old: Option<&Value>,
+    ) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// The scope of an update through a subresource other than `status`
+    /// (which every kind that lists it has); `None`: not writable there.
+    fn update_scope(&self, _subresource: &str) -> Option<UpdateScope> {
+        None
+    }
+
+    /// The grace period of a delete (`requested` is the caller's); 0: at once.
+    fn grace_period(&self, _obj: &Value, _requested: Option<i64>) -> i64 {
+        0
+    }
+
+    /// Before a delete decides whether the object goes at once: finalizers
+    /// the server adds (`first`: the object was not being deleted yet).
+    fn before_delete(&self, _finalizers: &mut Vec<String>, _pending: &mut Value, _first: bool) {}
+
+    /// Whether the object waits for someone else even without finalizers or
+    /// a grace period.
+    fn delete_waits(&self, _pending: &Value) -> bool {
+        false
+    }
+
+    /// The object as marked for deletion, after its `deletionTimestamp`.
+    fn mark_deleting(&self, _pending: &mut Value) {}
+}
+
+/// The kinds whose rules are all in their registry entry.
+struct Plain;
+
+impl RestStrategy for Plain {}
+
+/// The strategy of a served resource: the one table from registry entries to
+/// strategies.
+pub fn for_resource(rt: &ResourceType) -> &'static dyn RestStrategy {
+    match rt.strategy {
+        // Their rules are the pure ones `berth_api::defaults` keys on the same name.
+        Strategy::Default
+        | Strategy::Service
+        | Strategy::PersistentVolumeClaim
+        | Strategy::VolumeAttachment
+        | Strategy::Job => &Plain,
+        Strategy::Namespace => &namespace::Namespace,
+        Strategy::Pod => &pod::Pod,
+        Strategy::PersistentVolume => &persistentvolume::PersistentVolume,
+        Strategy::CertificateSigningRequest => {
+            &certificatesigningrequest::CertificateSigningRequest
+        }
+        Strategy::WebhookConfiguration => &webhookconfiguration::WebhookConfiguration,
+        Strategy::ValidatingAdmissionPolicy => {
+            &validatingadmissionpolicy::ValidatingAdmissionPolicy
+        }
+        Strategy::ValidatingAdmissionPolicyBinding => {
+            &validatingadmissionpolicybinding::ValidatingAdmissionPolicyBinding
+        }
+        Strategy::APIService => &apiservice::APIService,
+        Strategy::CustomResourceDefinition => &customresourcedefinition::CustomResourceDefinition,
+        Strategy::CustomResource => &customresource::CustomResource,
+    }
+}
+
 /// Create-time rules: upstream's strategy mutations (status reset, generation 1,
 /// namespace finalizer, job selector) from `berth_api::defaults`, then the
-/// server-owned namespace name label.
-/// `user` is the requester (a CertificateSigningRequest records it).
+/// kind's own (a namespace's name label, a CSR's requester, …).
 pub fn prepare_for_create(rt: &ResourceType, obj: &mut Value, user: Option<&UserInfo>) {
-    if rt.custom.is_some() {
-        crate::apiextensions::customresource::prepare_for_create(rt, obj);
-        return;
-    }
     berth_api::defaults::prepare_for_create(rt, obj);
-    if crate::apiextensions::is_crd(rt) {
-        crate::apiextensions::prepare_for_create(obj);
-    }
-    if rt.kind == "Namespace" {
-        namespace_name_label(obj);
-    }
-    if crate::csr::is_csr(rt) {
-        crate::csr::prepare_for_create(obj, user);
-    }
-    if is_persistent_volume(rt) {
-        stamp_phase_transition(obj, None, &objects::now_rfc3339());
-    }
-}
-
-fn is_persistent_volume(rt: &ResourceType) -> bool {
-    rt.custom.is_none() && rt.group.is_empty() && rt.kind == "PersistentVolume"
-}
-
-/// Upstream's PersistentVolumeLastPhaseTransitionTime (on by default): a new
-/// volume, and one whose phase a status write changes, records when, unless
-/// the writer set a new time itself.
-fn stamp_phase_transition(new: &mut Value, old: Option<&Value>, now: &str) {
-    let phase = |v: &Value| v.pointer("/status/phase").cloned();
-    let stamp = |v: &Value| v.pointer("/status/lastPhaseTransitionTime").cloned();
-    if let Some(old) = old
-        && (phase(old) == phase(new) || (stamp(new).is_some() && stamp(new) != stamp(old)))
-    {
-        return;
-    }
-    if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
-        status.insert("lastPhaseTransitionTime".into(), json!(now));
-    }
+    for_resource(rt).prepare_for_create(rt, obj, user);
 }
 
 /// Which part of the object an update through `subresource` may change.
@@ -105,15 +175,7 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
         }
     }
     match scope {
-        UpdateScope::Main if rt.custom.is_some() => {
-            crate::apiextensions::customresource::prepare_for_update_main(rt, new, old)
-        }
-        UpdateScope::Main => {
-            berth_api::defaults::prepare_for_update(rt, new, old);
-            if crate::apiextensions::is_crd(rt) {
-                crate::apiextensions::prepare_for_update(new, old);
-            }
-        }
+        UpdateScope::Main => berth_api::defaults::prepare_for_update(rt, new, old),
         UpdateScope::Status => {
             let status = new.get("status").cloned();
             let mut merged = old.clone();
@@ -132,28 +194,22 @@ pub fn prepare_for_update(rt: &ResourceType, scope: UpdateScope, new: &mut Value
                 m.insert("resourceVersion".into(), json!(rv));
             }
             *new = merged;
-            if is_persistent_volume(rt) {
-                stamp_phase_transition(new, Some(old), &objects::now_rfc3339());
-            }
         }
         UpdateScope::Finalize => keep_only_spec_field(new, old, "finalizers"),
         UpdateScope::EphemeralContainers => keep_only_spec_field(new, old, "ephemeralContainers"),
         // Only a CertificateSigningRequest has it; its rules follow.
         UpdateScope::Approval => {}
     }
-    if crate::csr::is_csr(rt) {
-        crate::csr::prepare_for_update(scope, new, old, &objects::now_rfc3339());
-    }
-    if rt.kind == "Namespace" {
-        namespace_name_label(new);
-    }
-    if rt.kind == "Pod" {
-        // qosClass is computed once, at creation; resources of a running pod are immutable.
-        if let Some(q) = old.get("status").and_then(|s| s.get("qosClass")).cloned()
-            && new.get("status").is_some_and(Value::is_object)
-        {
-            new["status"]["qosClass"] = q;
-        }
+    for_resource(rt).prepare_for_update(rt, scope, new, old);
+}
+
+/// The scope of an update through `subresource` (`None`: the main resource),
+/// or `None` when the resource takes no writes there.
+pub fn update_scope(rt: &ResourceType, subresource: Option<&str>) -> Option<UpdateScope> {
+    match subresource {
+        None => Some(UpdateScope::Main),
+        Some("status") => Some(UpdateScope::Status),
+        Some(sub) => for_resource(rt).update_scope(sub),
     }
 }
 
@@ -165,59 +221,7 @@ pub fn validate(
     obj: &Value,
     old: Option<&Value>,
 ) -> Vec<FieldError> {
-    if crate::csr::is_csr(rt) {
-        return crate::csr::validate(obj, old, scope);
-    }
-    if rt.group == "admissionregistration.k8s.io"
-        && matches!(
-            rt.kind,
-            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
-        )
-    {
-        return match old {
-            None => berth_webhook::validate_configuration(obj),
-            Some(old) => berth_webhook::validate_configuration_update(obj, old),
-        };
-    }
-    if rt.group == "apiregistration.k8s.io"
-        && rt.kind == "APIService"
-        && !matches!(scope, Some(UpdateScope::Status))
-    {
-        return crate::aggregator::validate(obj);
-    }
-    if rt.group == "admissionregistration.k8s.io" && rt.kind == "ValidatingAdmissionPolicy" {
-        use crate::admission::validating_admission_policy as vap;
-        return match (scope, old) {
-            (Some(UpdateScope::Status), _) => vap::validate_policy_status(obj),
-            (_, Some(old)) => vap::validate_policy_update(obj, old),
-            (_, None) => vap::validate_policy(obj),
-        };
-    }
-    if rt.group == "admissionregistration.k8s.io" && rt.kind == "ValidatingAdmissionPolicyBinding" {
-        return crate::admission::validating_admission_policy::validate_binding(obj);
-    }
-    if crate::apiextensions::is_crd(rt) && !matches!(scope, Some(UpdateScope::Status)) {
-        let mut errs = match old {
-            None => berth_apiextensions::validate_crd(obj),
-            Some(old) => berth_apiextensions::validate_crd_update(obj, old),
-        };
-        errs.extend(crate::apiextensions::validate_cel_rules(obj));
-        // Conversion webhooks are not called yet: refuse them rather than
-        // serve every version with `None`'s rules.
-        if obj
-            .pointer("/spec/conversion/strategy")
-            .and_then(Value::as_str)
-            == Some("Webhook")
-        {
-            errs.push(FieldError::not_supported(
-                "spec.conversion.strategy",
-                "Webhook",
-                &["None"],
-            ));
-        }
-        return errs;
-    }
-    Vec::new()
+    for_resource(rt).validate(scope, obj, old)
 }
 
 /// A subresource that may change one spec field: `old` with `new`'s value of
@@ -240,45 +244,10 @@ fn keep_only_spec_field(new: &mut Value, old: &Value, field: &str) {
     *new = merged;
 }
 
-/// Every namespace carries `kubernetes.io/metadata.name`, set by the server.
-fn namespace_name_label(obj: &mut Value) {
-    let Some(name) = objects::name(obj).map(String::from) else {
-        return;
-    };
-    if let Some(m) = objects::meta_mut(obj) {
-        let labels = m.entry("labels").or_insert_with(|| json!({}));
-        if !labels.is_object() {
-            *labels = json!({});
-        }
-        labels["kubernetes.io/metadata.name"] = json!(name);
-    }
-}
-
 /// How long a delete waits before the object goes, per upstream's graceful
-/// deletion: only pods bound to a node and still running are deleted gracefully.
+/// deletion (only pods have one: see `pod.rs`).
 pub fn grace_period(rt: &ResourceType, obj: &Value, requested: Option<i64>) -> i64 {
-    if rt.kind != "Pod" {
-        return 0;
-    }
-    let scheduled = obj
-        .get("spec")
-        .and_then(|s| s.get("nodeName"))
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty());
-    let phase = obj
-        .get("status")
-        .and_then(|s| s.get("phase"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if !scheduled || phase == "Succeeded" || phase == "Failed" {
-        return 0;
-    }
-    let default = obj
-        .get("spec")
-        .and_then(|s| s.get("terminationGracePeriodSeconds"))
-        .and_then(Value::as_i64)
-        .unwrap_or(30);
-    requested.unwrap_or(default).max(0)
+    for_resource(rt).grace_period(obj, requested)
 }
 
 /// The latest `deletionTimestamp` Berth writes: 9999-12-30T22:00:00Z, the last
@@ -332,44 +301,6 @@ mod tests {
         assert_eq!(new["status"]["replicas"], 1);
         assert_eq!(new["metadata"]["generation"], 1);
         assert_eq!(new["metadata"]["resourceVersion"], "5");
-    }
-
-    #[test]
-    fn volume_phase_transitions_are_stamped() {
-        let now = "2026-01-02T03:04:05Z";
-        let pending = json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}});
-        let cases = [
-            // (old, new, stamped now?)
-            (None, json!({"status": {"phase": "Pending"}}), true),
-            (
-                Some(pending.clone()),
-                json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}}),
-                true,
-            ),
-            (
-                Some(pending.clone()),
-                json!({"status": {"phase": "Available"}}),
-                true,
-            ),
-            (
-                Some(pending.clone()),
-                json!({"status": {"phase": "Pending", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z", "message": "m"}}),
-                false,
-            ),
-            (
-                Some(pending.clone()),
-                json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2025-12-31T00:00:00Z"}}),
-                false,
-            ),
-        ];
-        for (old, mut new, stamped) in cases {
-            stamp_phase_transition(&mut new, old.as_ref(), now);
-            assert_eq!(
-                new["status"]["lastPhaseTransitionTime"] == now,
-                stamped,
-                "{old:?} -> {new}"
-            );
-        }
     }
 
     #[test]
