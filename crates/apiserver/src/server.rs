@@ -541,7 +541,7 @@ async fn route(
                     crate::tokens::request(state, &user, &rp, value).await?
                 }
                 Some("binding") => state.rest.bind(&rp, value).await?,
-                Some("eviction") if rp.rt.kind == "Pod" && rp.rt.group.is_empty() => {
+                Some("eviction") if rp.rt.strategy == berth_api::registry::Strategy::Pod => {
                     state.rest.evict(&rp, value, &q).await?
                 }
                 Some(_) => return Err(ApiError::method_not_allowed()),

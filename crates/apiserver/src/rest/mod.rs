@@ -86,7 +86,7 @@ fn set_scale_replicas(rt: &ResourceType, obj: &mut Value, replicas: i64) -> ApiR
 
 /// Core Services: their writes claim and release cluster IPs and node ports.
 fn is_service(rt: &ResourceType) -> bool {
-    rt.group.is_empty() && rt.kind == "Service"
+    rt.strategy == berth_api::registry::Strategy::Service
 }
 
 fn name_of(rp: &ResourcePath) -> ApiResult<&str> {
@@ -195,20 +195,15 @@ impl Rest {
 }
 
 /// An object under deletion may go once its finalizers are gone — except a
-/// graceful pod, which the node deletes (with grace 0) when its containers stopped.
-fn deletion_ready(obj: &Value) -> bool {
+/// graceful pod, which the node deletes (with grace 0) when its containers
+/// stopped, and what its strategy holds back (a namespace still being emptied).
+fn deletion_ready(rt: &ResourceType, obj: &Value) -> bool {
     let grace = obj
         .get("metadata")
         .and_then(|m| m.get("deletionGracePeriodSeconds"))
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let is_ns = obj.get("kind").and_then(Value::as_str) == Some("Namespace");
-    let ns_finalizers = obj
-        .get("spec")
-        .and_then(|s| s.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty());
-    grace == 0 && !(is_ns && ns_finalizers)
+    grace == 0 && !strategy::for_resource(rt).delete_waits(obj)
 }
 
 /// Sets a condition in `status.conditions`, replacing one of the same type.

@@ -434,7 +434,7 @@ impl Rest {
         // The last finalizer removed from an object being deleted: it goes now.
         if objects::is_deleting(&stored)
             && objects::finalizers(&stored).is_empty()
-            && deletion_ready(&stored)
+            && deletion_ready(rt, &stored)
         {
             return match self.store.delete(&key, Some(kv.mod_revision)).await {
                 Ok(_) => Ok(Some(self.to_version(rt, stored))),
