@@ -193,6 +193,13 @@ struct ServerArgs {
     /// --leader-elect: servers sharing one store run one of each.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     leader_elect: bool,
+    /// Run each controller as its own ServiceAccount kube-system/<controller>,
+    /// bound to system:controller:<controller> (as kube-controller-manager's
+    /// flag, which kubeadm and k3s turn on); false runs them all with the
+    /// admin credentials, as upstream then needs the controller-manager's own
+    /// credential to hold every controller's role.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    use_service_account_credentials: bool,
     /// How long a node may go without renewing its Lease or posting status before it
     /// is marked Unknown and tainted unreachable (as kube-controller-manager's flag).
     #[arg(long, default_value = "50s", value_parser = berth_controllers::nodelifecycle::parse_duration)]
@@ -408,8 +415,13 @@ async fn server(args: ServerArgs) -> Result<()> {
     let kubeconfig = api.kubeconfig.clone();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let serving = tokio::spawn(api.serve(rx));
-    // Components are API clients like any other, with the admin credentials; each
-    // names itself in User-Agent, which names its field manager in managedFields.
+    // Components are API clients like any other, each with its own identity
+    // (a client certificate from the cluster CA, as kubeadm writes
+    // scheduler.conf and kubelet.conf), so RBAC and the Node authorizer hold
+    // them to upstream's roles. Each names itself in User-Agent, which names
+    // its field manager in managedFields. The simulator (a test tool) and
+    // the install-time default StorageClass keep the admin credentials.
+    let creds = ComponentCreds::new(&args.data_dir, &kubeconfig)?;
     if args.simulate_nodes > 0 {
         let client = client_from(&kubeconfig, "kubelet").await?;
         let cfg = args
@@ -421,9 +433,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     let (stop_components, components_stop) = tokio::sync::watch::channel(false);
     let mut components = Vec::new();
     if !args.disable_scheduler {
-        let kc = kubeconfig.clone();
+        let kc = creds.kubeconfig(&tlsbootstrap::Identity::scheduler())?;
         let component = start_component(
-            &kubeconfig,
+            &kc.clone(),
             "kube-scheduler",
             args.leader_elect,
             components_stop.clone(),
@@ -446,7 +458,12 @@ async fn server(args: ServerArgs) -> Result<()> {
         components.push(component);
     }
     if !args.disable_controller_manager {
-        let kc = kubeconfig.clone();
+        let (kc, token_dir) = if args.use_service_account_credentials {
+            let kc = creds.kubeconfig(&tlsbootstrap::Identity::controller_manager())?;
+            (kc, Some(creds.dir.join("controllers")))
+        } else {
+            (kubeconfig.clone(), None)
+        };
         let nlc = berth_controllers::nodelifecycle::Config {
             monitor_period: args.node_monitor_period,
             grace_period: args.node_monitor_grace_period,
@@ -475,18 +492,34 @@ async fn server(args: ServerArgs) -> Result<()> {
             },
         };
         let component = start_component(
-            &kubeconfig,
+            &kc.clone(),
             "kube-controller-manager",
             args.leader_elect,
             components_stop.clone(),
             move || {
                 let (kc, nlc, controllers) = (kc.clone(), nlc.clone(), controllers.clone());
+                let token_dir = token_dir.clone();
                 async move {
-                    match client_from(&kc, "kube-controller-manager").await {
-                        Ok(client) => {
+                    match config_from(&kc, "kube-controller-manager").await {
+                        Ok(config) => {
+                            let clients = match kube::Client::try_from(config.clone()) {
+                                Ok(root) => match token_dir {
+                                    Some(dir) => {
+                                        berth_controllers::ClientBuilder::service_accounts(
+                                            root, config, dir,
+                                        )
+                                    }
+                                    None => berth_controllers::ClientBuilder::Shared(root),
+                                },
+                                Err(e) => {
+                                    tracing::error!(error = %e, "controller-manager stopped");
+                                    return;
+                                }
+                            };
+                            let node_controller = clients.client("node-controller").await;
                             tokio::join!(
-                                berth_controllers::run_all(client.clone(), controllers),
-                                berth_controllers::nodelifecycle::run(client, nlc),
+                                berth_controllers::run_all(clients, controllers),
+                                berth_controllers::nodelifecycle::run(node_controller, nlc),
                             );
                         }
                         Err(e) => tracing::error!(error = %e, "controller-manager stopped"),
@@ -504,29 +537,40 @@ async fn server(args: ServerArgs) -> Result<()> {
     let node_agent = if args.disable_agent {
         None
     } else {
-        let client = client_from(&kubeconfig, "kubelet").await?;
+        let node = args
+            .agent
+            .node_name
+            .clone()
+            .unwrap_or_else(berth_kubelet::agent::machine::hostname);
+        let kc = creds.kubeconfig(&tlsbootstrap::Identity::kubelet(&node))?;
+        let client = client_from(&kc, "kubelet").await?;
         Some(agent::start(client, &args.agent, &args.data_dir).await?)
     };
     let service_proxy = match &node_agent {
         Some(a) => {
-            let client = client_from(&kubeconfig, "kube-proxy").await?;
+            let kc = creds.kubeconfig(&tlsbootstrap::Identity::kube_proxy())?;
+            let client = client_from(&kc, "kube-proxy").await?;
             proxy::start(client, &args.proxy, &a.node_name, &args.agent.cluster_cidr).await
         }
         None => None,
     };
     let network_policy = match &node_agent {
         Some(a) => {
-            let client = client_from(&kubeconfig, netpol::COMPONENT).await?;
+            // As on a joined node: the service proxy's user (see agent.rs).
+            let kc = creds.kubeconfig(&tlsbootstrap::Identity::kube_proxy())?;
+            let client = client_from(&kc, netpol::COMPONENT).await?;
             netpol::start(client, &args.network_policy, &a.node_name).await
         }
         None => None,
     };
     if !args.ingress.disable_ingress {
-        let client = client_from(&kubeconfig, "berth-ingress").await?;
+        let kc = creds.kubeconfig(&tlsbootstrap::Identity::ingress())?;
+        let client = client_from(&kc, "berth-ingress").await?;
         start_ingress(client, &args.ingress, args.agent.node_name.clone()).await;
     }
     if !args.dns.disable_dns {
-        let client = client_from(&kubeconfig, "coredns").await?;
+        let kc = creds.kubeconfig(&tlsbootstrap::Identity::dns())?;
+        let client = client_from(&kc, "coredns").await?;
         let (servers, domain) = (&args.agent.cluster_dns, &args.agent.cluster_domain);
         dns::start_cluster_dns(client, &args.dns, servers, domain).await;
     }
@@ -703,13 +747,51 @@ async fn run_agent(mut args: agent::AgentCmd) -> Result<()> {
 /// A client for the component `component` (its User-Agent is upstream's form,
 /// `kube-scheduler/v1.33.0 (berth …)`).
 async fn client_from(kubeconfig: &std::path::Path, component: &str) -> Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
+    Ok(kube::Client::try_from(
+        config_from(kubeconfig, component).await?,
+    )?)
+}
+
+/// [`client_from`]'s configuration.
+async fn config_from(kubeconfig: &std::path::Path, component: &str) -> Result<kube::Config> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
     let mut config =
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
             .await?;
     let ua = format!("{component}/v1.33.0 (berth {})", env!("CARGO_PKG_VERSION"));
     config.headers.push((http::header::USER_AGENT, ua.parse()?));
-    Ok(kube::Client::try_from(config)?)
+    Ok(config)
+}
+
+/// The kubeconfigs of the components inside `berth server`, under
+/// `<data-dir>/cred` (k3s's place for them), issued by the cluster CA.
+struct ComponentCreds {
+    dir: std::path::PathBuf,
+    ca_cert: std::path::PathBuf,
+    ca_key: std::path::PathBuf,
+    cluster: tlsbootstrap::Cluster,
+}
+
+impl ComponentCreds {
+    /// Reaching the cluster where the admin kubeconfig does.
+    fn new(data_dir: &std::path::Path, admin_kubeconfig: &std::path::Path) -> Result<Self> {
+        let yaml = std::fs::read_to_string(admin_kubeconfig)
+            .with_context(|| format!("reading {}", admin_kubeconfig.display()))?;
+        let cluster = tlsbootstrap::cluster_of(&yaml)
+            .with_context(|| format!("reading {}", admin_kubeconfig.display()))?;
+        let tls = data_dir.join("tls");
+        Ok(ComponentCreds {
+            dir: data_dir.join("cred"),
+            ca_cert: tls.join("server-ca.crt"),
+            ca_key: tls.join("server-ca.key"),
+            cluster,
+        })
+    }
+
+    fn kubeconfig(&self, id: &tlsbootstrap::Identity) -> Result<std::path::PathBuf> {
+        tlsbootstrap::ensure_signed(&self.ca_cert, &self.ca_key, &self.cluster, &self.dir, id)
+    }
 }
 
 async fn shutdown_signal() {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use berth_authz::bootstrap::agent_policy::{INGRESS_USER, KUBE_PROXY_USER, NODES_GROUP};
+use berth_authz::bootstrap::agent_policy::{DNS_USER, INGRESS_USER, KUBE_PROXY_USER, NODES_GROUP};
 use berth_controllers::certificates::{API_SERVER_CLIENT_SIGNER, KUBELET_CLIENT_SIGNER};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{
@@ -74,6 +74,41 @@ impl Identity {
             organizations: vec![],
             signer: API_SERVER_CLIENT_SIGNER,
             csr_prefix: "berth-ingress-csr-",
+        }
+    }
+
+    /// The scheduler inside `berth server` (kubeadm's `scheduler.conf`).
+    pub fn scheduler() -> Identity {
+        Identity {
+            file: "kube-scheduler",
+            common_name: "system:kube-scheduler".into(),
+            organizations: vec![],
+            signer: API_SERVER_CLIENT_SIGNER,
+            csr_prefix: "kube-scheduler-csr-",
+        }
+    }
+
+    /// The controller-manager inside `berth server` (kubeadm's
+    /// `controller-manager.conf`); its controllers run as their
+    /// ServiceAccounts (`berth_controllers::clientbuilder`).
+    pub fn controller_manager() -> Identity {
+        Identity {
+            file: "kube-controller-manager",
+            common_name: "system:kube-controller-manager".into(),
+            organizations: vec![],
+            signer: API_SERVER_CLIENT_SIGNER,
+            csr_prefix: "kube-controller-manager-csr-",
+        }
+    }
+
+    /// The cluster DNS inside `berth server`.
+    pub fn dns() -> Identity {
+        Identity {
+            file: "berth-dns",
+            common_name: DNS_USER.into(),
+            organizations: vec![],
+            signer: API_SERVER_CLIENT_SIGNER,
+            csr_prefix: "berth-dns-csr-",
         }
     }
 
@@ -272,6 +307,46 @@ pub async fn ensure(
     Ok(path)
 }
 
+/// Where the admin kubeconfig `yaml` (written by the API server) says the
+/// cluster is.
+pub fn cluster_of(yaml: &str) -> Result<Cluster> {
+    let (server, ca_pem, _) = parse_kubeconfig(yaml)?;
+    Ok(Cluster { server, ca_pem })
+}
+
+/// The kubeconfig of `id` for a component inside `berth server`, under
+/// `dir`: reused when still good, else issued at once with the cluster CA
+/// (`ca_cert`, `ca_key`; as kubeadm writes `scheduler.conf`), through the
+/// same signer a CSR would go through, so no CSR is left behind.
+pub fn ensure_signed(
+    ca_cert: &Path,
+    ca_key: &Path,
+    cluster: &Cluster,
+    dir: &Path,
+    id: &Identity,
+) -> Result<PathBuf> {
+    use berth_controllers::certificates::{Request, signer};
+    let path = id.kubeconfig(dir);
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    if let Ok(yaml) = std::fs::read_to_string(&path)
+        && reusable(&yaml, cluster, id, now)
+    {
+        return Ok(path);
+    }
+    let read =
+        |p: &Path| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let ca = signer::Ca::from_pem(&read(ca_cert)?, &read(ca_key)?)
+        .with_context(|| format!("loading the cluster CA {}", ca_cert.display()))?;
+    let (csr, key_pem) = request(id)?;
+    let req = Request::parse(&csr.spec.request.0).map_err(anyhow::Error::msg)?;
+    let usages: Vec<String> = CLIENT_USAGES.iter().map(|u| u.to_string()).collect();
+    let cert = signer::sign(&ca, &req, &usages, signer::DEFAULT_DURATION, now)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("issuing the client certificate of {}", id.common_name))?;
+    write_private(&path, &kubeconfig_yaml(cluster, &cert, &key_pem))?;
+    Ok(path)
+}
+
 /// A refused request, told in the words a joining operator needs.
 fn refused(e: kube::Error, id: &Identity) -> anyhow::Error {
     match &e {
@@ -338,6 +413,53 @@ mod tests {
             .unwrap()
             .to_datetime();
         (p.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    /// A server component's kubeconfig is issued by the cluster CA for its
+    /// user, written privately, and reused on the next start.
+    #[test]
+    fn server_components_get_their_own_certificate_once() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("berth-signed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::default();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_pem = p.self_signed(&key).unwrap().pem();
+        let (ca_cert, ca_key) = (dir.join("ca.crt"), dir.join("ca.key"));
+        std::fs::write(&ca_cert, &ca_pem).unwrap();
+        std::fs::write(&ca_key, key.serialize_pem()).unwrap();
+        let c = cluster(&ca_pem);
+        let now = k8s_openapi::jiff::Timestamp::now().as_second();
+        for id in [
+            Identity::scheduler(),
+            Identity::controller_manager(),
+            Identity::dns(),
+            Identity::kubelet("n1"),
+        ] {
+            let cred = dir.join("cred");
+            let path = ensure_signed(&ca_cert, &ca_key, &c, &cred, &id).unwrap();
+            let first = std::fs::read_to_string(&path).unwrap();
+            assert!(reusable(&first, &c, &id, now), "{}", id.common_name);
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", id.common_name);
+            // Signed by the cluster CA: the issuer is the CA's subject.
+            let (_, cert_pem) = parse_kubeconfig(&first).map(|(_, _, c)| ((), c)).unwrap();
+            let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).unwrap();
+            let cert = pem.parse_x509().unwrap();
+            let (_, ca) = x509_parser::pem::parse_x509_pem(ca_pem.as_bytes()).unwrap();
+            assert_eq!(cert.issuer(), ca.parse_x509().unwrap().subject());
+            let again = ensure_signed(&ca_cert, &ca_key, &c, &cred, &id).unwrap();
+            assert_eq!(std::fs::read_to_string(again).unwrap(), first);
+            // Another cluster (a new CA) gets a new certificate.
+            let other = Cluster {
+                server: "https://10.0.0.2:6443".into(),
+                ..c.clone()
+            };
+            ensure_signed(&ca_cert, &ca_key, &other, &cred, &id).unwrap();
+            assert_ne!(std::fs::read_to_string(&path).unwrap(), first);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

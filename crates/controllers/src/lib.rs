@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use clientbuilder::ClientBuilder;
+
 pub mod certificates;
+pub mod clientbuilder;
 pub mod clusterroleaggregation;
 pub mod cronjob;
 pub mod daemonset;
@@ -17,6 +20,7 @@ pub mod endpointslice;
 pub mod garbagecollector;
 pub mod history;
 pub mod job;
+pub mod lister;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod podautoscaler;
@@ -27,6 +31,7 @@ pub mod rootcacertpublisher;
 pub mod serviceaccount;
 pub mod serviceaccounttoken;
 pub mod statefulset;
+pub mod statusupdate;
 pub mod volume;
 
 #[derive(Debug, thiserror::Error)]
@@ -117,36 +122,60 @@ async fn run_csr_signer(client: kube::Client, config: Config) {
     }
 }
 
-/// Runs every controller until the process ends.
-pub async fn run_all(client: kube::Client, config: Config) {
+/// Runs every controller until the process ends, each with its own client
+/// from `clients` (upstream's controller names, which are also its
+/// ServiceAccounts' and `system:controller:*` roles').
+pub async fn run_all(clients: ClientBuilder, config: Config) {
     let hpa = config.hpa.clone();
     let resource_quota = config.resource_quota.clone();
+    let c = &clients;
     tokio::join!(
+        // Upstream runs the tokens controller with the root client too: it
+        // writes every namespace's token Secrets.
         run_token_controller(
-            client.clone(),
+            c.root(),
             config.service_account_key_dir.clone(),
             config.root_ca_file.clone()
         ),
-        run_root_ca_publisher(client.clone(), config.root_ca_file.clone()),
-        certificates::approver::run(client.clone()),
-        run_csr_signer(client.clone(), config),
-        clusterroleaggregation::run(client.clone()),
-        namespace::run(client.clone()),
-        garbagecollector::run(client.clone()),
-        serviceaccount::run(client.clone()),
-        replicaset::run(client.clone()),
-        statefulset::run(client.clone()),
-        daemonset::run(client.clone()),
-        job::run(client.clone()),
-        cronjob::run(client.clone()),
-        endpoints::run(client.clone()),
-        endpointslice::run(client.clone()),
-        podautoscaler::run(client.clone(), hpa),
-        resourcequota::run(client.clone(), resource_quota),
-        disruption::run(client.clone()),
-        volume::persistentvolume::run(client.clone()),
-        volume::pvcprotection::run(client.clone()),
-        volume::pvprotection::run(client.clone()),
-        deployment::run(client),
+        async {
+            let client = c.client("root-ca-cert-publisher").await;
+            run_root_ca_publisher(client, config.root_ca_file.clone()).await
+        },
+        async { certificates::approver::run(c.client("certificate-controller").await).await },
+        async {
+            let client = c.client("certificate-controller").await;
+            run_csr_signer(client, config.clone()).await
+        },
+        async {
+            let client = c.client("clusterrole-aggregation-controller").await;
+            clusterroleaggregation::run(client).await
+        },
+        async { namespace::run(c.client("namespace-controller").await).await },
+        async { garbagecollector::run(c.client("generic-garbage-collector").await).await },
+        async { serviceaccount::run(c.client("service-account-controller").await).await },
+        async { replicaset::run(c.client("replicaset-controller").await).await },
+        async { statefulset::run(c.client("statefulset-controller").await).await },
+        async { daemonset::run(c.client("daemon-set-controller").await).await },
+        async { job::run(c.client("job-controller").await).await },
+        async { cronjob::run(c.client("cronjob-controller").await).await },
+        async { endpoints::run(c.client("endpoint-controller").await).await },
+        async { endpointslice::run(c.client("endpointslice-controller").await).await },
+        async {
+            let client = c.client("endpointslicemirroring-controller").await;
+            endpointslice::mirroring::run(client).await
+        },
+        async { podautoscaler::run(c.client("horizontal-pod-autoscaler").await, hpa).await },
+        async {
+            let client = c.client("resourcequota-controller").await;
+            resourcequota::run(client, resource_quota).await
+        },
+        async { disruption::run(c.client("disruption-controller").await).await },
+        async {
+            let client = c.client("persistent-volume-binder").await;
+            volume::persistentvolume::run(client).await
+        },
+        async { volume::pvcprotection::run(c.client("pvc-protection-controller").await).await },
+        async { volume::pvprotection::run(c.client("pv-protection-controller").await).await },
+        async { deployment::run(c.client("deployment-controller").await).await },
     );
 }

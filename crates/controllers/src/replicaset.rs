@@ -320,10 +320,7 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> 
             "availableReplicas": new.available_replicas,
             "observedGeneration": new.observed_generation,
         }});
-        match rs_api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::statusupdate::update(&rs_api, rs.as_ref(), &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),

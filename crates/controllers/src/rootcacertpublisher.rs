@@ -118,7 +118,7 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         return Ok(Action::await_change());
     };
     let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), name);
-    let existing = api.get_opt(ROOT_CA_CERT_CONFIG_MAP_NAME).await?;
+    let existing = crate::lister::get(&api, ROOT_CA_CERT_CONFIG_MAP_NAME).await?;
     match publish(existing.as_ref(), &ctx.root_ca) {
         Publish::UpToDate => {}
         Publish::Create(cm) => match api.create(&PostParams::default(), &cm).await {

@@ -59,7 +59,7 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         return Ok(Action::await_change());
     };
     let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), name);
-    if api.get_opt(DEFAULT).await?.is_some() {
+    if crate::lister::get(&api, DEFAULT).await?.is_some() {
         return Ok(Action::await_change());
     }
     let sa = ServiceAccount {

@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::{
     Binding, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -117,7 +116,6 @@ struct Shared {
     storage: Arc<SharedStorage>,
     namespaces: RwLock<Arc<NamespaceLabels>>,
     pdbs: RwLock<HashMap<String, PodDisruptionBudget>>,
-    priority_classes: RwLock<HashMap<String, i32>>,
     nominator: Mutex<Nominator>,
     /// Service selectors by `namespace/name`, and whether they changed.
     services: Mutex<(HashMap<String, ServiceSelector>, bool)>,
@@ -169,35 +167,6 @@ impl Shared {
 
     fn cache(&self) -> MutexGuard<'_, Cache> {
         lock(&self.cache)
-    }
-
-    /// Upstream's Priority admission resolves `priorityClassName` into
-    /// `priority`; when a pod arrives without it, resolve it here.
-    fn with_priority(&self, pod: Pod) -> Pod {
-        let Some(spec) = pod.spec.as_ref() else {
-            return pod;
-        };
-        if spec.priority.is_some() {
-            return pod;
-        }
-        let Some(class) = spec
-            .priority_class_name
-            .as_deref()
-            .filter(|c| !c.is_empty())
-        else {
-            return pod;
-        };
-        let value = self
-            .priority_classes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(class)
-            .copied();
-        let mut pod = pod;
-        if let (Some(v), Some(spec)) = (value, pod.spec.as_mut()) {
-            spec.priority = Some(v);
-        }
-        pod
     }
 }
 
@@ -298,7 +267,6 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
         storage,
         namespaces: RwLock::new(Arc::default()),
         pdbs: RwLock::new(HashMap::new()),
-        priority_classes: RwLock::new(HashMap::new()),
         nominator: Mutex::new(Nominator::default()),
         services: Mutex::new((HashMap::new(), false)),
         profiles,
@@ -307,38 +275,6 @@ pub async fn run(client: kube::Client, config: SchedulerConfig) -> Result<(), Er
 
     let mut readies = Vec::new();
     let mut tasks = Vec::new();
-
-    // Priority classes first, so pods listed next resolve their priority.
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let (s1, s2, s3) = (shared.clone(), shared.clone(), shared.clone());
-    tasks.push(tokio::spawn(drive(
-        watch::<PriorityClass>(&client),
-        "priorityclass",
-        move |pc: PriorityClass| {
-            if let Some(n) = pc.metadata.name.clone() {
-                s1.priority_classes
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(n, pc.value);
-            }
-        },
-        move |pc: PriorityClass| {
-            if let Some(n) = pc.metadata.name.as_deref() {
-                s2.priority_classes
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(n);
-            }
-        },
-        move |seen| {
-            s3.priority_classes
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|n, _| seen.contains(&format!("/{n}")));
-        },
-        tx,
-    )));
-    let _ = rx.await;
 
     let (tx, rx) = tokio::sync::oneshot::channel();
     readies.push(rx);
@@ -652,7 +588,7 @@ fn pdb_key(p: &PodDisruptionBudget) -> String {
 
 fn on_pod(s: &Shared, pod: Pod) {
     let key = pod_key(&pod);
-    let pod = Arc::new(s.with_priority(pod));
+    let pod = Arc::new(pod);
     if node_name(&pod).is_some() || is_terminal(&pod) {
         let assigned = node_name(&pod).is_some();
         let had = lock(&s.pending).remove(&key).is_some();

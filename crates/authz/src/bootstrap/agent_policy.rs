@@ -1,10 +1,12 @@
 //! Berth's additions for nodes that join with a bootstrap token (`berth agent
 //! --token <id>.<secret>`): not upstream's default policy, which binds none of
 //! the bootstrap roles, but what kubeadm creates at `kubeadm init` (and k3s
-//! at start) so that TLS bootstrapping works out of the box, plus the role of
-//! Berth's node-local ingress controller.
+//! at start) so that TLS bootstrapping works out of the box, plus the roles of
+//! Berth's own components that upstream runs as add-ons (the node-local
+//! ingress controller, the NetworkPolicy controller, the local-path
+//! provisioner, the cluster DNS).
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef};
 
 use super::builder::*;
 
@@ -26,6 +28,16 @@ pub const NETWORK_POLICY_ROLE: &str = "system:berth-network-policy";
 /// node (`crates/kubelet/src/localpath`), bound to every node; NodeRestriction
 /// narrows the PVs a node creates or deletes to those pinned to itself.
 pub const LOCAL_PATH_ROLE: &str = "system:berth-local-path-provisioner";
+
+/// The user the cluster DNS inside `berth server` runs as (upstream's CoreDNS
+/// add-on runs as the ServiceAccount kube-system/coredns with kubeadm's
+/// `system:coredns` role), and its roles: reading Services and
+/// EndpointSlices everywhere, keeping its own Service and Endpoints
+/// `kube-system/kube-dns`.
+pub const DNS_USER: &str = "system:berth-dns";
+pub const DNS_ROLE: &str = "system:berth-dns";
+const KUBE_SYSTEM: &str = "kube-system";
+const DNS_SERVICE: &str = "kube-dns";
 
 const NODE_BOOTSTRAPPER: &str = "system:node-bootstrapper";
 const NODE_CLIENT: &str = "system:certificates.k8s.io:certificatesigningrequests:nodeclient";
@@ -100,8 +112,57 @@ fn local_path_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     ]
 }
 
+/// What the cluster DNS reads to build its zone.
+fn dns_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        rule(&["list", "watch"])
+            .groups(&[LEGACY])
+            .resources(&["services"])
+            .build(),
+        rule(&["list", "watch"])
+            .groups(&[DISCOVERY])
+            .resources(&["endpointslices"])
+            .build(),
+    ]
+}
+
+/// What the cluster DNS writes: its Service and Endpoints in kube-system
+/// (RBAC cannot name what is created, so creation is by kind).
+fn dns_upkeep_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        rule(&["create"])
+            .groups(&[LEGACY])
+            .resources(&["services", "endpoints"])
+            .build(),
+        rule(&["get"])
+            .groups(&[LEGACY])
+            .resources(&["services", "endpoints"])
+            .names(&[DNS_SERVICE])
+            .build(),
+        rule(&["update"])
+            .groups(&[LEGACY])
+            .resources(&["endpoints"])
+            .names(&[DNS_SERVICE])
+            .build(),
+    ]
+}
+
+pub(super) fn roles() -> Vec<Role> {
+    vec![role(KUBE_SYSTEM, DNS_ROLE, dns_upkeep_rules())]
+}
+
+pub(super) fn role_bindings() -> Vec<RoleBinding> {
+    vec![role_binding(
+        KUBE_SYSTEM,
+        DNS_ROLE,
+        DNS_ROLE,
+        vec![user(DNS_USER)],
+    )]
+}
+
 pub(super) fn cluster_roles() -> Vec<ClusterRole> {
     vec![
+        cluster_role(DNS_ROLE, dns_rules()),
         cluster_role(INGRESS_ROLE, ingress_rules()),
         cluster_role(NETWORK_POLICY_ROLE, network_policy_rules()),
         cluster_role(LOCAL_PATH_ROLE, local_path_rules()),
@@ -148,6 +209,7 @@ pub(super) fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
             SELF_NODE_CLIENT,
             vec![group(NODES_GROUP)],
         ),
+        cluster_binding(DNS_ROLE, vec![user(DNS_USER)]),
         cluster_binding(INGRESS_ROLE, vec![user(INGRESS_USER)]),
         cluster_binding(NETWORK_POLICY_ROLE, vec![user(KUBE_PROXY_USER)]),
         cluster_binding(LOCAL_PATH_ROLE, vec![group(NODES_GROUP)]),
@@ -163,13 +225,26 @@ mod tests {
     fn index() -> PolicyIndex {
         PolicyIndex::new(
             super::super::cluster_roles(),
-            vec![],
+            super::super::roles(),
             super::super::cluster_role_bindings(),
-            vec![],
+            super::super::role_bindings(),
         )
     }
 
     fn ask(user: &UserInfo, verb: &str, group: &str, resource: &str) -> Decision {
+        ask_in(user, verb, group, resource, "", "")
+    }
+
+    /// `resource` may name a subresource (`pods/status`); `namespace` and
+    /// `name` may be empty.
+    fn ask_in(
+        user: &UserInfo,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Decision {
         let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
         let a = Attributes {
             user: user.clone(),
@@ -177,10 +252,48 @@ mod tests {
             api_group: group.into(),
             resource: resource.into(),
             subresource: subresource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
             resource_request: true,
             ..Default::default()
         };
         index().authorize(&a).0
+    }
+
+    /// The cluster DNS reads Services and EndpointSlices everywhere and keeps
+    /// only its own Service and Endpoints in kube-system.
+    /// (verb, resource, namespace, name, allowed).
+    #[test]
+    fn the_cluster_dns_keeps_only_its_own_service() {
+        let dns = UserInfo::new(super::DNS_USER, &["system:authenticated"]);
+        let cases = [
+            ("watch", "", "services", "", "", true),
+            ("list", "discovery.k8s.io", "endpointslices", "", "", true),
+            ("create", "", "services", "kube-system", "", true),
+            ("get", "", "services", "kube-system", "kube-dns", true),
+            ("get", "", "endpoints", "kube-system", "kube-dns", true),
+            ("update", "", "endpoints", "kube-system", "kube-dns", true),
+            ("create", "", "endpoints", "kube-system", "", true),
+            ("update", "", "endpoints", "kube-system", "other", false),
+            ("get", "", "services", "kube-system", "other", false),
+            ("update", "", "services", "kube-system", "kube-dns", false),
+            ("create", "", "services", "default", "", false),
+            ("delete", "", "services", "kube-system", "kube-dns", false),
+            ("list", "", "secrets", "", "", false),
+            ("list", "", "pods", "", "", false),
+        ];
+        for (verb, group, resource, ns, name, allowed) in cases {
+            let want = if allowed {
+                Decision::Allow
+            } else {
+                Decision::NoOpinion
+            };
+            assert_eq!(
+                ask_in(&dns, verb, group, resource, ns, name),
+                want,
+                "{verb} {group}/{resource} {ns}/{name}"
+            );
+        }
     }
 
     /// (who, verb, group, resource[/subresource], allowed).

@@ -48,12 +48,18 @@ pub fn cluster_role_bindings() -> Vec<ClusterRoleBinding> {
     bindings
 }
 
-/// Upstream's namespaced bootstrap Roles (kube-system and kube-public).
+/// Upstream's namespaced bootstrap Roles (kube-system and kube-public), then
+/// Berth's (`agent_policy`).
 pub fn roles() -> Vec<Role> {
-    namespace_policy::roles()
+    let mut roles = namespace_policy::roles();
+    roles.extend(agent_policy::roles());
+    roles
 }
 
-/// Upstream's namespaced bootstrap RoleBindings (kube-system and kube-public).
+/// Upstream's namespaced bootstrap RoleBindings (kube-system and kube-public),
+/// then Berth's (`agent_policy`).
 pub fn role_bindings() -> Vec<RoleBinding> {
-    namespace_policy::role_bindings()
+    let mut bindings = namespace_policy::role_bindings();
+    bindings.extend(agent_policy::role_bindings());
+    bindings
 }

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::jiff::tz::TimeZone;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, PropagationPolicy};
 use kube::runtime::controller::{Action, Controller};
 use serde_json::json;
 use tracing::{info, warn};
@@ -304,10 +304,7 @@ async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         || old_status.last_schedule_time != last_schedule
         || old_status.last_successful_time != last_success;
     if changed {
-        match cj_api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await
-        {
+        match crate::statusupdate::update(&cj_api, cj.as_ref(), &status).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),

@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus}
 use k8s_openapi::api::core::v1::{Node, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -134,7 +134,6 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         return Ok(Action::await_change());
     };
     let ns = ds.metadata.namespace.clone().unwrap_or_default();
-    let name = ds.metadata.name.clone().unwrap_or_default();
     let uid = ds.metadata.uid.clone().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let revs_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
@@ -352,10 +351,7 @@ async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
             "observedGeneration": st.observed_generation,
             "updatedNumberScheduled": st.updated_number_scheduled,
         }});
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::statusupdate::update(&api, ds.as_ref(), &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),

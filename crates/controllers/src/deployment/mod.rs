@@ -594,11 +594,18 @@ impl Sync {
             self.client.clone(),
             self.d.metadata.namespace.as_deref().unwrap_or_default(),
         );
-        let patch = json!({"metadata": {"annotations": {REVISION: rev.to_string()}}});
+        // An update, as upstream's controller writes it (its role may update
+        // Deployments, not patch them); a conflict requeues.
+        let mut d = self.d.clone();
+        d.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(REVISION.into(), rev.to_string());
         let updated = api
-            .patch(&self.name(), &PatchParams::default(), &Patch::Merge(&patch))
+            .replace(&self.name(), &PostParams::default(), &d)
             .await?;
         self.d.metadata.annotations = updated.metadata.annotations;
+        self.d.metadata.resource_version = updated.metadata.resource_version;
         Ok(())
     }
 
@@ -938,10 +945,7 @@ impl Sync {
             s
         };
         let patch = json!({"status": serde_json::to_value(&st).unwrap_or_default()});
-        match api
-            .patch_status(&self.name(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::statusupdate::update(&api, &self.d, &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => return Err(e.into()),

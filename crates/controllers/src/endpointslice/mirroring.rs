@@ -227,12 +227,9 @@ pub async fn run(client: kube::Client) {
 
 async fn sync(client: &kube::Client, key: &Key) -> Result<(), Error> {
     let (ns, name) = key;
-    let svc = Api::<Service>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?;
-    let ep = Api::<Endpoints>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?;
+    // Read as upstream's informers would (its role may not get them).
+    let svc = crate::lister::get(&Api::<Service>::namespaced(client.clone(), ns), name).await?;
+    let ep = crate::lister::get(&Api::<Endpoints>::namespaced(client.clone(), ns), name).await?;
     let api: Api<EndpointSlice> = Api::namespaced(client.clone(), ns);
     let existing = api
         .list(

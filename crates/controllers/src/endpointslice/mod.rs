@@ -20,9 +20,9 @@ use crate::endpoints::compute::{TRIGGER_TIME, managed, selected};
 use crate::endpoints::driver::{self, Caches, Key};
 use crate::endpoints::pods;
 
-/// Runs the EndpointSlice controller and, beside it, the mirroring controller.
+/// Runs the EndpointSlice controller (the mirroring controller, [`mirroring::run`],
+/// runs beside it under its own identity).
 pub async fn run(client: kube::Client) {
-    let mirror = tokio::spawn(mirroring::run(client.clone()));
     let (tx, rx) = mpsc::unbounded_channel();
     let owned = tokio::spawn(driver::watch_owned(
         Api::<EndpointSlice>::all(client.clone()),
@@ -48,7 +48,6 @@ pub async fn run(client: kube::Client) {
     )
     .await;
     owned.abort();
-    mirror.abort();
 }
 
 async fn sync(client: kube::Client, caches: Arc<Caches>, key: Key) -> Result<(), Error> {

@@ -264,22 +264,18 @@ fn failures_since_success(
     )
 }
 
-/// Patches the status guarded by `rv` (the resourceVersion the sync read):
-/// `Ok(false)` when the Job is gone or changed meanwhile, so a sync working
-/// from a stale status can never overwrite the counters.
+/// Updates the status of `latest` (what the sync read, then what it last
+/// wrote) by `patch`, guarded by its resourceVersion: `Ok(false)` when the
+/// Job is gone or changed meanwhile, so a sync working from a stale status
+/// can never overwrite the counters.
 async fn write_status(
     api: &Api<Job>,
-    name: &str,
-    mut patch: serde_json::Value,
-    rv: &mut Option<String>,
+    latest: &mut Job,
+    patch: serde_json::Value,
 ) -> Result<bool, Error> {
-    patch["metadata"] = json!({ "resourceVersion": rv });
-    match api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
+    match crate::statusupdate::update_once(api, latest, &patch).await {
         Ok(j) => {
-            *rv = j.metadata.resource_version;
+            *latest = j;
             Ok(true)
         }
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
@@ -298,7 +294,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         return Ok(Action::await_change());
     };
     let job = Arc::new(job);
-    let mut rv = job.metadata.resource_version.clone();
+    let mut latest = (*job).clone();
     let Some(spec) = job.spec.clone() else {
         return Ok(Action::await_change());
     };
@@ -423,7 +419,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         if per_index {
             patch["status"]["failedIndexes"] = json!(failed_str);
         }
-        if !write_status(&jobs_api, &name, patch, &mut rv).await? {
+        if !write_status(&jobs_api, &mut latest, patch).await? {
             return Ok(Action::requeue(Duration::from_millis(200)));
         }
     }
@@ -660,7 +656,7 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                 || u.failed.as_ref().is_some_and(|v| !v.is_empty())
         });
     if (changed || unc_changed || stored_uncounted)
-        && !write_status(&jobs_api, &name, patch, &mut rv).await?
+        && !write_status(&jobs_api, &mut latest, patch).await?
     {
         return Ok(Action::requeue(Duration::from_millis(200)));
     }

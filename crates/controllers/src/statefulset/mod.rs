@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use serde_json::json;
 use tracing::{info, warn};
@@ -291,10 +291,7 @@ async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error
             "updateRevision": st.update_revision,
             "collisionCount": st.collision_count,
         }});
-        match sets
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        match crate::statusupdate::update(&sets, set.as_ref(), &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Action::await_change()),
             Err(e) => return Err(e.into()),
@@ -430,11 +427,12 @@ async fn release_claims_on_scale_down(
             controller: None,
             block_owner_deletion: None,
         });
-        let patch = crate::replicaset::owner_refs_patch(&claim.metadata, refs);
-        match api
-            .patch(&cname, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
+        // An update of the claim read (guarded by its resourceVersion), as
+        // upstream's controller writes it: its role may update claims, not
+        // patch them.
+        let mut claim = claim;
+        claim.metadata.owner_references = Some(refs);
+        match api.replace(&cname, &PostParams::default(), &claim).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => return Err(e.into()),
