@@ -2,7 +2,8 @@
 //! client certificate (CN user, O groups), then a bearer token (the admin
 //! token, a bootstrap token, a ServiceAccount JWT); with no credentials the
 //! request is anonymous (`system:anonymous`, `system:unauthenticated`) and RBAC
-//! decides what it may see. A credential that is presented but not valid is 401.
+//! decides what it may see, unless `--anonymous-auth=false` refuses it (401).
+//! A credential that is presented but not valid is 401.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,9 @@ pub struct Authenticator {
     /// same way): what the API must still confirm (the ServiceAccount and
     /// bound object exist) is checked on every request regardless.
     verified: Mutex<HashMap<TokenKey, (Verified, Instant)>>,
+    /// `--anonymous-auth`: a request without credentials is `system:anonymous`
+    /// (true, upstream's default) or refused.
+    anonymous: bool,
 }
 
 /// A token and the audiences it was checked for.
@@ -49,11 +53,12 @@ const VERIFIED_MAX: usize = 10_000;
 pub struct Refused(pub String);
 
 impl Authenticator {
-    pub fn new(admin_token: String, issuer: Arc<Issuer>) -> Self {
+    pub fn new(admin_token: String, issuer: Arc<Issuer>, anonymous: bool) -> Self {
         Authenticator {
             admin_token,
             issuer,
             verified: Mutex::new(HashMap::new()),
+            anonymous,
         }
     }
 
@@ -101,7 +106,8 @@ impl Authenticator {
             Some(token) => self.token(rest, token, &[]).await,
             // No authenticator takes another scheme (Basic) or an empty bearer
             // token: upstream's union then falls through to anonymous.
-            None => Ok(UserInfo::anonymous()),
+            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None => Err(Refused("anonymous requests are not allowed".into())),
         }
     }
 

@@ -85,6 +85,9 @@ pub struct Config {
     pub encryption_provider_config: Option<PathBuf>,
     /// `--audit-policy-file` and the log backend's `--audit-log-*`.
     pub audit: audit::Options,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous`
+    /// (upstream's default) or, when false, refused with 401.
+    pub anonymous_auth: bool,
 }
 
 /// The `iss` of ServiceAccount tokens and their default audience (k3s's and
@@ -219,6 +222,7 @@ impl ApiServer {
                     )
                     .context("loading the service account signing key")?,
                 ),
+                config.anonymous_auth,
             ),
             authorizer,
             audit: auditor,
@@ -324,6 +328,7 @@ impl LocalApiServer {
             max_mutating_requests_inflight: inflight::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
             encryption_provider_config: None,
             audit: Default::default(),
+            anonymous_auth: true,
         };
         let api = ApiServer::bind(config, store).await?;
         let http = api.insecure_addr.context("no plain port")?;

@@ -302,6 +302,12 @@ struct ServerArgs {
     /// system:masters, as the admin kubeconfig's user, are always allowed.
     #[arg(long, default_value = "Node,RBAC", value_parser = parse_authorization_modes)]
     authorization_mode: AuthorizationModes,
+    /// Requests without credentials are system:anonymous (group
+    /// system:unauthenticated, allowed what RBAC gives them: /version,
+    /// /healthz, /livez, /readyz); false refuses them with 401 Unauthorized
+    /// (as kube-apiserver's flag).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    anonymous_auth: bool,
     /// The most non-mutating requests (get, list) served at once; more get 429
     /// with Retry-After (watches, exec, logs and proxy are not counted; 0: no limit).
     #[arg(long, default_value_t = berth_apiserver::inflight::DEFAULT_MAX_REQUESTS_INFLIGHT)]
@@ -401,6 +407,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         admission_plugins,
         admission_config_file: args.admission_control_config_file.clone(),
         authorization_modes: args.authorization_mode.0.clone(),
+        anonymous_auth: args.anonymous_auth,
         max_requests_inflight: args.max_requests_inflight,
         max_mutating_requests_inflight: args.max_mutating_requests_inflight,
         encryption_provider_config: args.encryption_provider_config.clone(),

@@ -1296,3 +1296,26 @@ fn bad_credentials_and_requests_get_upstreams_errors() {
         stderr(&out)
     );
 }
+
+/// `--anonymous-auth=false` (kube-apiserver's flag): a request without
+/// credentials is 401 with upstream's Status, even for what RBAC gives
+/// `system:unauthenticated` (/version, /readyz); credentials still work.
+#[test]
+fn anonymous_requests_are_refused_when_turned_off() {
+    let s = Server::start_with(common::temp_dir("no-anon"), &["--anonymous-auth=false"]);
+    let token = admin_token(&s);
+    for path in ["/version", "/readyz", "/api/v1/namespaces/default/pods"] {
+        let (code, body) = api(&s, Cred::Anonymous, "GET", path, None);
+        assert_eq!(
+            (code, &body),
+            (401, &unauthorized()),
+            "anonymous GET {path}"
+        );
+        let (code, _) = api(&s, Cred::Token(&token), "GET", path, None);
+        assert_eq!(code, 200, "GET {path} with the admin token");
+    }
+    // The default lets anonymous requests in, as system:anonymous.
+    let on = Server::start("anon");
+    let (code, body) = api(&on, Cred::Anonymous, "GET", "/version", None);
+    assert_eq!(code, 200, "{body}");
+}
