@@ -32,6 +32,7 @@ pub mod serviceaccount;
 pub mod serviceaccounttoken;
 pub mod statefulset;
 pub mod statusupdate;
+pub mod ttlafterfinished;
 pub mod volume;
 
 #[derive(Debug, thiserror::Error)]
@@ -158,6 +159,10 @@ pub async fn run_all(clients: ClientBuilder, config: Config) {
         async { daemonset::run(c.client("daemon-set-controller").await).await },
         async { job::run(c.client("job-controller").await).await },
         async { cronjob::run(c.client("cronjob-controller").await).await },
+        async {
+            let client = c.client("ttl-after-finished-controller").await;
+            ttlafterfinished::run(client).await
+        },
         async { endpoints::run(c.client("endpoint-controller").await).await },
         async { endpointslice::run(c.client("endpointslice-controller").await).await },
         async {

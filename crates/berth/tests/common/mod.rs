@@ -276,6 +276,20 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Waits for the ServiceAccount controller to create `default` in `ns`:
+    /// as upstream, it appears shortly after the namespace, not with it.
+    pub fn wait_for_default_service_account(&self, ns: &str) {
+        wait_until(
+            Duration::from_secs(30),
+            &format!("serviceaccount {ns}/default"),
+            || {
+                self.kubectl(&["get", "serviceaccount", "default", "-n", ns])
+                    .status
+                    .success()
+            },
+        );
+    }
+
     pub fn curl(&self, args: &[&str]) -> Output {
         Command::new("curl").args(args).output().expect("run curl")
     }

@@ -2,7 +2,7 @@
 //! `completions` succeed (NonIndexed, or one per index for Indexed), at most
 //! `parallelism` at a time, with exponential back-off after failures; fails
 //! the Job past `backoffLimit` or `activeDeadlineSeconds`; honours `suspend`
-//! and `ttlSecondsAfterFinished`.
+//! (`ttlSecondsAfterFinished` is [`crate::ttlafterfinished`]'s).
 //!
 //! Finished pods are counted with upstream's `batch.kubernetes.io/job-tracking`
 //! protocol: a finished pod's uid goes into `status.uncountedTerminatedPods`,
@@ -31,7 +31,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -184,7 +184,7 @@ fn condition_true(job: &Job, type_: &str) -> Option<JobCondition> {
         .cloned()
 }
 
-fn finished(job: &Job) -> Option<JobCondition> {
+pub(crate) fn finished(job: &Job) -> Option<JobCondition> {
     condition_true(job, COMPLETE).or_else(|| condition_true(job, FAILED))
 }
 
@@ -310,12 +310,14 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let pods = podutil::claim(&pods_api, job.as_ref(), &selector, |_| true).await?;
     let now = Timestamp::now();
 
-    if let Some(done) = finished(&job) {
+    if finished(&job).is_some() {
         // Pods still carrying the finalizer (counted before) are released.
         for p in pods.iter().filter(|p| has_finalizer(p)) {
             remove_finalizer(&pods_api, p).await?;
         }
-        return ttl_after_finished(&jobs_api, &job, &done, now).await;
+        // Deleting it after ttlSecondsAfterFinished is the
+        // ttl-after-finished controller's part (crate::ttlafterfinished).
+        return Ok(Action::await_change());
     }
     if job.metadata.deletion_timestamp.is_some() {
         for p in pods.iter().filter(|p| has_finalizer(p)) {
@@ -662,9 +664,6 @@ async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     }
     if finished_now {
         info!(job = %name, "job finished");
-        if spec.ttl_seconds_after_finished.is_some() {
-            return Ok(Action::requeue(Duration::from_secs(1)));
-        }
     }
     Ok(match requeue {
         Some(d) => Action::requeue(d),
@@ -908,48 +907,6 @@ fn new_pod(job: &Job, index: Option<i32>) -> Pod {
         spec: Some(spec),
         status: None,
     }
-}
-
-/// Upstream's ttlafterfinished controller: delete the Job (foreground) once
-/// `ttlSecondsAfterFinished` has passed since it finished.
-async fn ttl_after_finished(
-    api: &Api<Job>,
-    job: &Job,
-    done: &JobCondition,
-    now: Timestamp,
-) -> Result<Action, Error> {
-    let Some(ttl) = job.spec.as_ref().and_then(|s| s.ttl_seconds_after_finished) else {
-        return Ok(Action::await_change());
-    };
-    if job.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
-    let finished_at = job
-        .status
-        .as_ref()
-        .and_then(|s| s.completion_time.as_ref())
-        .or(done.last_transition_time.as_ref())
-        .map_or(now, |t| t.0);
-    let age = now.duration_since(finished_at).as_secs();
-    if age < i64::from(ttl) {
-        let left = u64::try_from(i64::from(ttl) - age).unwrap_or(1).max(1);
-        return Ok(Action::requeue(Duration::from_secs(left)));
-    }
-    let dp = DeleteParams {
-        propagation_policy: Some(PropagationPolicy::Foreground),
-        preconditions: Some(kube::api::Preconditions {
-            uid: job.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..Default::default()
-    };
-    let name = job.metadata.name.clone().unwrap_or_default();
-    match api.delete(&name, &dp).await {
-        Ok(_) => info!(job = %name, "deleted finished job after its TTL"),
-        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-        Err(e) => return Err(e.into()),
-    }
-    Ok(Action::await_change())
 }
 
 #[cfg(test)]
