@@ -17,19 +17,15 @@ use tracing::{info, warn};
 use crate::Error;
 use crate::job::finished;
 
-struct Ctx {
-    client: kube::Client,
-}
-
 pub async fn run(client: kube::Client) {
     let jobs: Api<Job> = Api::all(client.clone());
     Controller::new(jobs, berth_runtime::reflect::informer_config())
-        .run(reconcile, error_policy, Arc::new(Ctx { client }))
+        .run(reconcile, error_policy, Arc::new(client))
         .for_each(|_| async {})
         .await;
 }
 
-fn error_policy(job: Arc<Job>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+fn error_policy(job: Arc<Job>, err: &Error, _client: Arc<kube::Client>) -> Action {
     warn!(job = ?job.metadata.name, error = %err, "ttl-after-finished sync failed; retrying");
     Action::requeue(Duration::from_secs(2))
 }
@@ -67,24 +63,31 @@ fn decide(job: &Job, now: Timestamp) -> Decision {
     }
 }
 
-async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    match decide(&job, Timestamp::now()) {
-        Decision::Nothing => return Ok(Action::await_change()),
-        Decision::Wait(s) => return Ok(Action::requeue(Duration::from_secs(s))),
-        Decision::Delete => {}
+impl Decision {
+    /// The controller's next step unless the Job is to be deleted now.
+    fn not_yet(self) -> Option<Action> {
+        match self {
+            Decision::Nothing => Some(Action::await_change()),
+            Decision::Wait(s) => Some(Action::requeue(Duration::from_secs(s))),
+            Decision::Delete => None,
+        }
+    }
+}
+
+async fn reconcile(job: Arc<Job>, client: Arc<kube::Client>) -> Result<Action, Error> {
+    if let Some(next) = decide(&job, Timestamp::now()).not_yet() {
+        return Ok(next);
     }
     let ns = job.metadata.namespace.clone().unwrap_or_default();
     let name = job.metadata.name.clone().unwrap_or_default();
-    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Job> = Api::namespaced((*client).clone(), &ns);
     // As upstream: the cache may be stale (the TTL changed, the Job was
     // re-created): decide again on a fresh copy before deleting.
     let Some(fresh) = api.get_opt(&name).await? else {
         return Ok(Action::await_change());
     };
-    match decide(&fresh, Timestamp::now()) {
-        Decision::Nothing => return Ok(Action::await_change()),
-        Decision::Wait(s) => return Ok(Action::requeue(Duration::from_secs(s))),
-        Decision::Delete => {}
+    if let Some(next) = decide(&fresh, Timestamp::now()).not_yet() {
+        return Ok(next);
     }
     let dp = DeleteParams {
         propagation_policy: Some(PropagationPolicy::Foreground),

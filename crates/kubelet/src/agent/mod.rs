@@ -410,20 +410,21 @@ async fn ensure_local_images(
     let archives = images::build_local(dir)
         .await
         .map_err(|e| Error::Runtime(e.to_string()))?;
-    // Building is deterministic (a failure is fatal); importing talks to
-    // containerd, which may be briefly unresponsive (restarting, stopped): the
-    // node is already Ready and keeps reporting the runtime's health, so retry
-    // as the kubelet retries image pulls instead of taking the agent down.
+    // Building is deterministic and ctr missing is permanent (both fatal);
+    // ctr's own failure is containerd not answering (restarting, stopped):
+    // the node is already Ready and reports the runtime's health, so retry as
+    // the kubelet retries image pulls instead of taking the agent down.
     for a in archives {
         let mut backoff = Duration::from_secs(1);
         loop {
             match images::import(socket, &a).await {
                 Ok(_) => break,
-                Err(e) => {
+                Err(e @ images::ImageError::Command(_)) => {
                     warn!(error = %e, retry_in = ?backoff, "importing a local image failed");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(30));
                 }
+                Err(e) => return Err(Error::Runtime(e.to_string())),
             }
         }
     }

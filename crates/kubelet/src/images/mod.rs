@@ -37,6 +37,8 @@ pub enum ImageError {
     Io(String, std::io::Error),
     #[error("{0}")]
     Command(String),
+    #[error("ctr (from the containerd package) is not installed")]
+    NoCtr,
     #[error("{0} is not an ELF executable; only statically linked binaries can be added")]
     NotElf(String),
     #[error(
@@ -400,10 +402,10 @@ pub async fn build_with_binaries(
 }
 
 /// Imports an OCI or docker archive into containerd's `k8s.io` namespace.
+/// [`ImageError::Command`] is ctr's own failure (containerd not answering, a
+/// bad archive); the others mean ctr could not be run at all.
 pub async fn import(socket: &Path, archive: &Path) -> Result<String, ImageError> {
-    let ctr = crate::cri::find_program("ctr").ok_or_else(|| {
-        ImageError::Command("ctr (from the containerd package) is not installed".into())
-    })?;
+    let ctr = crate::cri::find_program("ctr").ok_or(ImageError::NoCtr)?;
     let out = Command::new(ctr)
         .arg("--address")
         .arg(socket)
