@@ -100,15 +100,7 @@ fn kubectl_session_is_audited_as_the_policy_says() {
         "jsonpath={.status.userInfo.username}",
     ]);
     assert!(!me.is_empty());
-    wait_until(
-        Duration::from_secs(30),
-        "the default ServiceAccount",
-        || {
-            srv.kubectl(&["get", "serviceaccount", "default"])
-                .status
-                .success()
-        },
-    );
+    srv.wait_for_default_service_account("default");
 
     // The session.
     srv.k(&[

@@ -59,17 +59,12 @@ fn the_in_flight_limit_answers_429_with_retry_after_and_spares_system_masters() 
     s.wait_for_default_service_account("default");
     // `edit` is an aggregated ClusterRole: its rules arrive when the
     // clusterrole-aggregation controller has run, shortly after start.
-    common::wait_until(Duration::from_secs(30), "the binding grants edit", || {
-        s.kubectl(&[
-            "auth",
-            "can-i",
-            "create",
-            "configmaps",
-            "--as=system:serviceaccount:default:default",
-        ])
-        .status
-        .success()
-    });
+    s.wait_until_allowed(
+        "system:serviceaccount:default:default",
+        "create",
+        "configmaps",
+        "default",
+    );
     let token = s.k(&["create", "token", "default"]);
     let token = token.trim();
     let mut holder = stalled_post(&s, token);

@@ -379,10 +379,7 @@ fn kubectl_in_a_pod_obeys_rbac(s: &Server) {
         "--clusterrole=view",
         &format!("--serviceaccount={NS}:{SA}"),
     ]);
-    wait_until(Duration::from_secs(10), "the RoleBinding in force", || {
-        stdout(&s.kubectl(&["auth", "can-i", "list", "pods", "-n", NS, "--as", &user])).trim()
-            == "yes"
-    });
+    s.wait_until_allowed(&user, "list", "pods", NS);
     let after = run_kubectl_pod(s, "after");
     for args in ["get pods -n incluster -o name", "get pods -o name"] {
         let (output, code) = section(&after, args);

@@ -290,6 +290,21 @@ impl Server {
         );
     }
 
+    /// Waits until `kubectl auth can-i` answers yes for `as_user` (RBAC
+    /// changes and aggregated roles take effect shortly after they are written).
+    pub fn wait_until_allowed(&self, as_user: &str, verb: &str, resource: &str, ns: &str) {
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{as_user} may {verb} {resource} in {ns}"),
+            || {
+                let as_flag = format!("--as={as_user}");
+                self.kubectl(&["auth", "can-i", verb, resource, "-n", ns, &as_flag])
+                    .status
+                    .success()
+            },
+        );
+    }
+
     pub fn curl(&self, args: &[&str]) -> Output {
         Command::new("curl").args(args).output().expect("run curl")
     }
