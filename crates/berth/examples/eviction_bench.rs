@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use berth_kubelet::eviction::manager::{PodKiller, State, SummaryProvider, run};
+use berth_kubelet::eviction::manager::{NoReclaim, PodKiller, State, SummaryProvider, run};
 use berth_kubelet::eviction::{Condition, Config, PodEviction, Settings};
 use berth_kubelet::stats::summary::{
     ContainerStats, MemoryStats, NodeStats, PodReference, PodStats, Summary,
@@ -184,6 +184,7 @@ async fn main() {
             config(housekeeping),
             Arc::new(FakeStats { cross_at, pods: n }),
             killer.clone(),
+            Arc::new(NoReclaim),
         ));
         let killed = loop {
             if let Some(k) = *killer.killed.lock().unwrap() {

@@ -44,6 +44,8 @@ pub struct AgentArgs {
     pub cgroups: crate::cgroups::CgroupArgs,
     #[command(flatten)]
     pub eviction: crate::eviction::EvictionArgs,
+    #[command(flatten)]
+    pub gc: crate::kubelet_gc::GcArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -135,6 +137,7 @@ pub async fn start(
     let mut cfg = config(args, data_dir);
     cfg.cgroups = args.cgroups.config()?;
     cfg.eviction = args.eviction.settings()?;
+    (cfg.container_gc, cfg.image_gc) = args.gc.policies()?;
     let agent = berth_kubelet::agent::Agent::start(client, cfg)
         .await
         .context("starting the node agent (run with --disable-agent to go without one)")?;

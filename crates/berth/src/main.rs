@@ -23,6 +23,7 @@ mod eviction;
 mod footprint;
 mod images;
 mod killall;
+mod kubelet_gc;
 mod metrics;
 mod netpol;
 mod proxy;

@@ -88,14 +88,7 @@ fn delete_all(s: &Server) {
 }
 
 fn runtime_containers(s: &Server) -> Vec<String> {
-    let sock = s.data_dir.join("agent/containerd/containerd.sock");
-    let out = std::process::Command::new("ctr")
-        .arg("--address")
-        .arg(&sock)
-        .args(["-n", "k8s.io", "containers", "ls", "-q"])
-        .output()
-        .expect("ctr");
-    String::from_utf8_lossy(&out.stdout)
+    s.ctr(&["containers", "ls", "-q"])
         .lines()
         .map(String::from)
         .collect()
@@ -722,14 +715,7 @@ fn seed_startup_probe_demo() {
 fn container_pid(s: &Server, pod: &str) -> String {
     let id = jsonpath(s, pod, "{.status.containerStatuses[0].containerID}");
     let id = id.trim_start_matches("containerd://").to_string();
-    let sock = s.data_dir.join("agent/containerd/containerd.sock");
-    let out = std::process::Command::new("ctr")
-        .arg("--address")
-        .arg(&sock)
-        .args(["-n", "k8s.io", "tasks", "ls"])
-        .output()
-        .expect("ctr");
-    String::from_utf8_lossy(&out.stdout)
+    s.ctr(&["tasks", "ls"])
         .lines()
         .find(|l| l.starts_with(&id))
         .and_then(|l| l.split_whitespace().nth(1))
@@ -949,14 +935,7 @@ fn create_delete_cycles_leak_nothing() {
         runtime_containers(&s)
     );
     assert!(allocated_ips(&s).is_empty(), "{:?}", allocated_ips(&s));
-    let sock = s.data_dir.join("agent/containerd/containerd.sock");
-    let out = std::process::Command::new("ctr")
-        .arg("--address")
-        .arg(&sock)
-        .args(["-n", "k8s.io", "tasks", "ls", "-q"])
-        .output()
-        .expect("ctr");
-    assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    assert!(s.ctr(&["tasks", "ls", "-q"]).trim().is_empty());
     // The agent removes a pod's cgroup just after its sandbox: allow it a moment.
     // Cgroups of earlier servers' pods (this machine's cgroup is shared by all
     // of them) are not this test's business.

@@ -276,6 +276,25 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `ctr` against the agent's containerd (namespace `k8s.io`), which must
+    /// succeed; returns stdout.
+    pub fn ctr(&self, args: &[&str]) -> String {
+        let sock = self.data_dir.join("agent/containerd/containerd.sock");
+        let out = Command::new("ctr")
+            .arg("--address")
+            .arg(&sock)
+            .args(["-n", "k8s.io"])
+            .args(args)
+            .output()
+            .expect("ctr");
+        assert!(
+            out.status.success(),
+            "ctr {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Waits for the ServiceAccount controller to create `default` in `ns`:
     /// as upstream, it appears shortly after the namespace, not with it.
     pub fn wait_for_default_service_account(&self, ns: &str) {

@@ -1,6 +1,7 @@
 //! The eviction manager as the node agent runs it: stats from the agent's stats
-//! provider, pods from its pod watch, kills handed to the pods' workers, and the
-//! pressure conditions passed on to the Node status.
+//! provider, pods from its pod watch, kills handed to the pods' workers, disk
+//! reclaimed by the garbage collectors first, and the pressure conditions passed
+//! on to the Node status.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::health::{HealthMonitor, Pressure};
 use super::worker::Shared;
-use crate::eviction::manager::PodKiller;
+use crate::eviction::manager::{NodeReclaimer, PodKiller, SummaryProvider};
 use crate::eviction::{Condition, Evictions, PodEviction};
 
 /// [`PodKiller`] over the agent's pod workers.
@@ -46,13 +47,13 @@ pub async fn run(
     cfg: crate::eviction::Config,
     shared: Arc<Shared>,
     monitor: Arc<HealthMonitor>,
-    stats: crate::stats::StatsConfig,
+    stats: Arc<dyn SummaryProvider>,
+    reclaimer: Arc<dyn NodeReclaimer>,
 ) {
-    let provider = crate::stats::StatsProvider::new(stats, shared.runtime.clone());
     let killer = WorkerKiller {
         evictions: shared.evictions.clone(),
         shared,
         monitor,
     };
-    crate::eviction::manager::run(cfg, Arc::new(provider), Arc::new(killer)).await;
+    crate::eviction::manager::run(cfg, stats, Arc::new(killer), reclaimer).await;
 }

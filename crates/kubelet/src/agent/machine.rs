@@ -59,7 +59,39 @@ pub fn capacity(data_dir: &Path) -> BTreeMap<String, Quantity> {
         "pods".to_string(),
         Quantity::from_value(110, Format::DecimalSI),
     );
+    r.extend(hugepages(Path::new("/sys/kernel/mm/hugepages")));
     r
+}
+
+/// `hugepages-<size>` capacity for each page size the kernel offers, the
+/// pages reserved now times their size (0 when none are: upstream's nodes
+/// list every size), from `hugepages-<kB>kB/nr_hugepages` under `dir`.
+pub fn hugepages(dir: &Path) -> BTreeMap<String, Quantity> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(kb) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("hugepages-"))
+            .and_then(|n| n.strip_suffix("kB"))
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let pages: i64 = std::fs::read_to_string(e.path().join("nr_hugepages"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        let size = Quantity::from_value(kb * 1024, Format::BinarySI);
+        out.insert(
+            format!("hugepages-{size}"),
+            Quantity::from_value(pages.saturating_mul(kb * 1024), Format::BinarySI),
+        );
+    }
+    out
 }
 
 /// The first non-loopback IPv4 address of an interface that is up.
@@ -124,6 +156,28 @@ pub fn os_image() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hugepages_capacity_lists_every_page_size() {
+        let d = crate::testutil::TempDir::new("hugepages");
+        d.write(&[
+            ("hugepages-2048kB/nr_hugepages", "512\n"),
+            ("hugepages-1048576kB/nr_hugepages", "0\n"),
+            ("other/nr_hugepages", "9\n"),
+        ]);
+        let got: Vec<(String, String)> = hugepages(d.path())
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("hugepages-1Gi".to_string(), "0".to_string()),
+                ("hugepages-2Mi".to_string(), "1Gi".to_string()),
+            ]
+        );
+        assert!(hugepages(&d.path().join("missing")).is_empty());
+    }
 
     #[test]
     fn parses_meminfo_and_os_release() {

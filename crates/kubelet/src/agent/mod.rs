@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod eviction;
+pub mod gc;
 pub mod health;
 pub mod hooks;
 pub mod hosts;
@@ -73,6 +74,10 @@ pub struct AgentConfig {
     /// `--allowed-unsafe-sysctls`: sysctls (or `prefix*` patterns) pods may
     /// set beyond upstream's safe set.
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// `--maximum-dead-containers*`, `--minimum-container-ttl-duration`.
+    pub container_gc: crate::runtime::gc::ContainerGcPolicy,
+    /// `--image-gc-*`, `--minimum-image-ttl-duration`, `--image-maximum-gc-age`.
+    pub image_gc: crate::images::gc::ImageGcPolicy,
 }
 
 impl AgentConfig {
@@ -93,6 +98,8 @@ impl AgentConfig {
             eviction: crate::eviction::Settings::default(),
             storage_dir: data_dir.join("storage"),
             allowed_unsafe_sysctls: Vec::new(),
+            container_gc: Default::default(),
+            image_gc: Default::default(),
         }
     }
 }
@@ -110,6 +117,9 @@ pub struct Agent {
 impl Agent {
     pub async fn start(client: Client, cfg: AgentConfig) -> Result<Agent> {
         std::fs::create_dir_all(&cfg.dir)?;
+        cfg.image_gc
+            .validate()
+            .map_err(|e| Error::Invalid(format!("image garbage collection: {e}")))?;
         // The sysctl allowlist is checked before anything starts, as upstream's
         // kubelet refuses bad --allowed-unsafe-sysctls.
         let kernel = security::parse_kernel_version(&machine::kernel_version());
@@ -310,17 +320,39 @@ impl Agent {
             });
             tasks.push(tokio::spawn(s.serve(deps)));
         }
+        let stats: Arc<dyn crate::eviction::manager::SummaryProvider> =
+            Arc::new(crate::stats::StatsProvider::new(
+                crate::stats::StatsConfig {
+                    node_name: cfg.node_name.clone(),
+                    root_dir: cfg.dir.clone(),
+                    logs_dir: cfg.dir.join("logs"),
+                    pods_dir: cfg.dir.join("pods"),
+                    memory_capacity: u64::try_from(memory_capacity).unwrap_or(0),
+                },
+                runtime.clone(),
+            ));
+        let mut local_images = images::LOCAL_IMAGES.to_vec();
+        local_images.push(&cfg.sandbox_image);
+        let collector = Arc::new(gc::GarbageCollector {
+            runtime: runtime.clone(),
+            containers: cfg.container_gc.clone(),
+            images: tokio::sync::Mutex::new(crate::images::gc::ImageGcManager::new(
+                cfg.image_gc.clone(),
+                &local_images,
+                std::time::Instant::now(),
+            )),
+            pods: gc::PodStates(shared.evictions.clone()),
+            stats: stats.clone(),
+            recorder: shared.recorder.clone(),
+            node_name: cfg.node_name.clone(),
+            root_dir: cfg.dir.clone(),
+        });
         tasks.push(tokio::spawn(eviction::run(
             eviction_cfg,
             shared.clone(),
             monitor.clone(),
-            crate::stats::StatsConfig {
-                node_name: cfg.node_name.clone(),
-                root_dir: cfg.dir.clone(),
-                logs_dir: cfg.dir.join("logs"),
-                pods_dir: cfg.dir.join("pods"),
-                memory_capacity: u64::try_from(memory_capacity).unwrap_or(0),
-            },
+            stats,
+            collector.clone(),
         )));
         tasks.push(tokio::spawn(crate::localpath::run::run(
             client.clone(),
@@ -346,6 +378,10 @@ impl Agent {
             cfg.node_name.clone(),
         )));
         tasks.push(tokio::spawn(watch_pods(shared)));
+        // Started once the local images are in, as upstream starts garbage
+        // collection once the kubelet runs.
+        tasks.push(tokio::spawn(gc::run_containers(collector.clone())));
+        tasks.push(tokio::spawn(gc::run_images(collector)));
         Ok(Agent {
             tasks,
             containerd,
@@ -517,6 +553,7 @@ async fn watch_pods(shared: Arc<worker::Shared>) {
                 if first_list {
                     first_list = false;
                     remove_orphans(&shared, &seen).await;
+                    shared.evictions.set_synced();
                 }
             }
             Event::Apply(p) => {

@@ -994,7 +994,6 @@ impl Worker {
                     .insert(c.name.clone(), ("RunContainerError".into(), msg));
             }
         }
-        self.prune_dead(&c.name, attempt).await;
     }
 
     /// Runs the postStart hook; a failure kills the container (it is then
@@ -1025,16 +1024,6 @@ impl Worker {
     }
 
     /// Keeps the newest dead instance (lastState, `logs --previous`); removes older ones.
-    async fn prune_dead(&self, name: &str, attempt: u32) {
-        let mut f = self.uid_filter();
-        f.labels.insert(LABEL_CONTAINER_NAME.into(), name.into());
-        for c in self.rt().list_containers(&f).await.unwrap_or_default() {
-            if c.attempt + 1 < attempt {
-                let _ = self.rt().remove_container(&c.id).await;
-            }
-        }
-    }
-
     async fn report(
         &mut self,
         pod: &Pod,

@@ -12,7 +12,8 @@ use tracing::{info, warn};
 use super::allocatable::{self, NodeAllocatableConfig};
 use super::manager::{CgroupError, CgroupManager, CgroupName, CgroupResult};
 use super::pod::{
-    Overhead, PodCgroupConfig, pod_cgroup_name, pod_cpu_request_milli, resource_config_for_pod,
+    Overhead, PodCgroupConfig, hugepage_size, pod_cgroup_name, pod_cpu_request_milli,
+    resource_config_for_pod,
 };
 use super::{Qos, qos};
 use crate::node::Resources;
@@ -95,6 +96,8 @@ pub struct NodeCgroups {
     pods: Mutex<BTreeMap<String, (Qos, i64)>>,
     /// False when `--cgroups-per-qos=false` or the hierarchy could not be set up.
     enabled: bool,
+    /// The node's huge page sizes (bytes): each pod cgroup limits every one.
+    hugepage_sizes: Vec<u64>,
 }
 
 impl NodeCgroups {
@@ -114,6 +117,7 @@ impl NodeCgroups {
             enabled: cfg.cgroups_per_qos,
             cfg,
             pods: Mutex::new(BTreeMap::new()),
+            hugepage_sizes: capacity.keys().filter_map(|k| hugepage_size(k)).collect(),
         };
         if !n.enabled {
             return Ok(n);
@@ -147,6 +151,7 @@ impl NodeCgroups {
             cfg: CgroupsConfig::default(),
             pods: Mutex::new(BTreeMap::new()),
             enabled: false,
+            hugepage_sizes: Vec::new(),
         }
     }
 
@@ -187,7 +192,7 @@ impl NodeCgroups {
         if changed && qos == Qos::Burstable {
             self.update_qos()?;
         }
-        let rc = resource_config_for_pod(&spec, qos, self.cfg.pods);
+        let rc = resource_config_for_pod(&spec, qos, self.cfg.pods, &self.hugepage_sizes);
         self.manager.create(&self.pod_name(qos, uid), &rc)
     }
 

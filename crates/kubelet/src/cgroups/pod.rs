@@ -5,6 +5,8 @@
 //! limit, `pids.max` from `--pod-max-pids`, and `spec.overhead` added to the
 //! requests and to the declared limits.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::manager::{
@@ -136,9 +138,69 @@ impl Default for PodCgroupConfig {
     }
 }
 
+/// The huge page size (bytes) a resource name such as `hugepages-2Mi` stands for.
+pub fn hugepage_size(resource: &str) -> Option<u64> {
+    let size = resource.strip_prefix("hugepages-")?;
+    let q = berth_api::quantity::Quantity::parse(size).ok()?;
+    u64::try_from(q.value()).ok().filter(|s| *s > 0)
+}
+
+/// Upstream's `HugePageLimits` of the pod's requests: bytes per page size, the
+/// regular containers (and sidecars) summed, an init container counting when
+/// it asks for more. A container that gives only a limit requests it (huge
+/// pages cannot be overcommitted: validation makes both equal).
+pub fn pod_hugepage_requests(init: &[Container], containers: &[Container]) -> BTreeMap<u64, i64> {
+    let of = |c: &Container| -> BTreeMap<u64, i64> {
+        let mut out = BTreeMap::new();
+        let Some(r) = c.resources.as_ref() else {
+            return out;
+        };
+        for list in [r.limits.as_ref(), r.requests.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            for (k, v) in list {
+                if let (Some(size), Ok(q)) =
+                    (hugepage_size(k), berth_api::quantity::Quantity::parse(&v.0))
+                {
+                    // Requests are read last: they win over limits.
+                    out.insert(size, q.value());
+                }
+            }
+        }
+        out
+    };
+    let mut total: BTreeMap<u64, i64> = BTreeMap::new();
+    let sidecars = init
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    for c in containers.iter().chain(sidecars) {
+        for (size, v) in of(c) {
+            *total.entry(size).or_default() += v;
+        }
+    }
+    for c in init
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() != Some("Always"))
+    {
+        for (size, v) in of(c) {
+            let t = total.entry(size).or_default();
+            *t = (*t).max(v);
+        }
+    }
+    total
+}
+
 /// The pod cgroup's [`ResourceConfig`] (upstream's `ResourceConfigForPod` plus the
-/// pod container manager's pids limit).
-pub fn resource_config_for_pod(spec: &PodSpec, qos: Qos, cfg: PodCgroupConfig) -> ResourceConfig {
+/// pod container manager's pids limit). `hugepage_sizes` are the node's page
+/// sizes: a size the pod does not request is limited to 0, as upstream's
+/// cgroup manager writes every size it does not name.
+pub fn resource_config_for_pod(
+    spec: &PodSpec,
+    qos: Qos,
+    cfg: PodCgroupConfig,
+    hugepage_sizes: &[u64],
+) -> ResourceConfig {
     let l = pod_limits_with_overhead(
         spec.init_containers.as_deref().unwrap_or_default(),
         &spec.containers,
@@ -154,7 +216,16 @@ pub fn resource_config_for_pod(spec: &PodSpec, qos: Qos, cfg: PodCgroupConfig) -
         cpu_period: quota.map(|_| CPU_PERIOD_US),
         memory: l.memory,
         pids_limit: (cfg.pod_pids_limit > 0).then_some(cfg.pod_pids_limit),
-        ..Default::default()
+        hugepage_limit: {
+            let mut h = pod_hugepage_requests(
+                spec.init_containers.as_deref().unwrap_or_default(),
+                &spec.containers,
+            );
+            for size in hugepage_sizes {
+                h.entry(*size).or_insert(0);
+            }
+            h
+        },
     }
 }
 
@@ -302,7 +373,8 @@ pub(crate) mod tests {
             ),
         ];
         for (s, qos, cfg, (shares, quota, period, mem, pids)) in cases {
-            let rc = resource_config_for_pod(&s, qos, cfg);
+            let rc = resource_config_for_pod(&s, qos, cfg, &[]);
+            assert!(rc.hugepage_limit.is_empty());
             assert_eq!(
                 (
                     rc.cpu_shares,
@@ -316,6 +388,72 @@ pub(crate) mod tests {
                 s.overhead
             );
         }
+    }
+
+    #[test]
+    fn hugepage_limits_come_from_requests_and_other_sizes_get_zero() {
+        const MB2: u64 = 2 << 20;
+        const GB1: u64 = 1 << 30;
+        let huge = |req: &[(&str, &str)], lim: &[(&str, &str)]| container(req, lim);
+        let app = huge(
+            &[("memory", "64Mi"), ("hugepages-2Mi", "8Mi")],
+            &[("memory", "64Mi"), ("hugepages-2Mi", "8Mi")],
+        );
+        let limit_only = huge(&[], &[("memory", "64Mi"), ("hugepages-1Gi", "1Gi")]);
+        let mut init_big = huge(&[("hugepages-2Mi", "32Mi")], &[("hugepages-2Mi", "32Mi")]);
+        init_big.name = "init".into();
+        let mut sidecar = huge(&[("hugepages-2Mi", "4Mi")], &[("hugepages-2Mi", "4Mi")]);
+        sidecar.restart_policy = Some("Always".into());
+        // (init containers, containers, node sizes, limits by size)
+        let rows: Vec<(Vec<Container>, Vec<Container>, Vec<u64>, Vec<(u64, i64)>)> = vec![
+            (
+                vec![],
+                vec![app.clone()],
+                vec![MB2, GB1],
+                vec![(MB2, 8 << 20), (GB1, 0)],
+            ),
+            (
+                vec![],
+                vec![app.clone(), app.clone()],
+                vec![MB2],
+                vec![(MB2, 16 << 20)],
+            ),
+            (
+                vec![],
+                vec![limit_only],
+                vec![MB2, GB1],
+                vec![(MB2, 0), (GB1, 1 << 30)],
+            ),
+            // A larger init container's request wins; a sidecar adds to the rest.
+            (
+                vec![init_big.clone()],
+                vec![app.clone()],
+                vec![MB2],
+                vec![(MB2, 32 << 20)],
+            ),
+            (
+                vec![init_big, sidecar],
+                vec![app.clone(), app.clone(), app.clone(), app],
+                vec![MB2],
+                vec![(MB2, 36 << 20)],
+            ),
+            // No huge pages on the node or in the pod: nothing written.
+            (vec![], vec![container(&[], &[])], vec![], vec![]),
+        ];
+        for (init, containers, sizes, want) in rows {
+            let s = PodSpec {
+                init_containers: Some(init),
+                containers,
+                ..Default::default()
+            };
+            let rc =
+                resource_config_for_pod(&s, Qos::Burstable, PodCgroupConfig::default(), &sizes);
+            assert_eq!(rc.hugepage_limit, want.into_iter().collect(), "{sizes:?}");
+        }
+        assert_eq!(hugepage_size("hugepages-2Mi"), Some(MB2));
+        assert_eq!(hugepage_size("hugepages-1Gi"), Some(GB1));
+        assert_eq!(hugepage_size("hugepages-x"), None);
+        assert_eq!(hugepage_size("memory"), None);
     }
 
     #[test]

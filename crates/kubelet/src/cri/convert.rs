@@ -366,6 +366,7 @@ pub(super) fn image(i: cri::Image) -> ImageInfo {
         size: i.size,
         uid: i.uid.map(|u| u.value),
         username: i.username,
+        pinned: i.pinned,
     }
 }
 

@@ -2,7 +2,9 @@
 //! housekeeping interval, observe the signals, decide the met thresholds and node
 //! conditions, and when a threshold is met past its grace period rank the active
 //! pods and evict the first that may be evicted: one pod per cycle, then wait for
-//! its cleanup before the next look.
+//! its cleanup before the next look. Disk pressure is first met by reclaiming
+//! node-level resources (dead containers, unused images); pods are evicted only
+//! when that was not enough.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use tracing::{info, warn};
 use super::message::eviction_message;
 use super::ranking::{is_critical, rank, stats_by_uid};
 use super::signals::{
-    Condition, Observations, Threshold, by_eviction_priority, conditions_last_observed,
+    Condition, Observations, Signal, Threshold, by_eviction_priority, conditions_last_observed,
     conditions_observed_since, first_observed, met_grace_period, node_conditions, observations,
     thresholds_met, updated_stats,
 };
@@ -28,6 +30,9 @@ pub struct Decision {
     pub conditions: Vec<Condition>,
     /// The pod to evict this cycle, if any, and how.
     pub evict: Option<(String, PodEviction)>,
+    /// The signal of the threshold acted on, when one is met past its grace
+    /// period: node-level reclaim comes before evicting for it.
+    pub reclaim: Option<Signal>,
 }
 
 /// The state kept between cycles.
@@ -78,6 +83,7 @@ impl State {
         let mut decision = Decision {
             conditions,
             evict: None,
+            reclaim: None,
         };
         if met.is_empty() {
             return decision;
@@ -85,6 +91,7 @@ impl State {
         by_eviction_priority(all, &mut met);
         // Every signal Berth observes has a resource to reclaim.
         let t = &all[met[0]];
+        decision.reclaim = Some(t.signal);
         let resource = t.signal.resource();
         if pods.is_empty() {
             info!("eviction manager: no pods to evict");
@@ -154,6 +161,45 @@ pub trait PodKiller: Send + Sync {
     fn set_conditions(&self, conditions: &[Condition]);
 }
 
+/// Frees node-level resources for a signal before pods are evicted for it
+/// (upstream's `signalToNodeReclaimFuncs`: dead containers and unused images
+/// for the disk signals).
+#[async_trait::async_trait]
+pub trait NodeReclaimer: Send + Sync {
+    /// Runs the reclaim functions of `signal`; false when it has none.
+    async fn reclaim(&self, signal: Signal) -> bool;
+}
+
+/// A node with nothing to reclaim (memory and pids have no reclaim functions).
+pub struct NoReclaim;
+
+#[async_trait::async_trait]
+impl NodeReclaimer for NoReclaim {
+    async fn reclaim(&self, _signal: Signal) -> bool {
+        false
+    }
+}
+
+/// Upstream's `reclaimNodeLevelResources`: reclaims for `signal`, then reads
+/// the stats again; true when no threshold (minimum reclaim included) is met
+/// any more, so no pod needs to go.
+pub async fn reclaim_node_level_resources(
+    cfg: &Config,
+    signal: Signal,
+    stats: &dyn SummaryProvider,
+    reclaimer: &dyn NodeReclaimer,
+) -> bool {
+    if !reclaimer.reclaim(signal).await {
+        return false;
+    }
+    let Some(after) = stats.summary().await else {
+        warn!("eviction manager: failed to get summary stats after resource reclaim");
+        return false;
+    };
+    let every: Vec<usize> = (0..cfg.thresholds.len()).collect();
+    thresholds_met(&cfg.thresholds, &every, &observations(&after), true).is_empty()
+}
+
 /// How long the loop waits for an evicted pod's cleanup (upstream's `podCleanupTimeout`).
 pub const POD_CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -163,12 +209,22 @@ pub async fn cycle(
     cfg: &Config,
     stats: &dyn SummaryProvider,
     killer: &dyn PodKiller,
+    reclaimer: &dyn NodeReclaimer,
 ) -> Option<String> {
     let summary = stats.summary().await?;
     let pods = killer.active_pods();
     let refs: Vec<&Pod> = pods.iter().collect();
     let d = state.synchronize(cfg, &summary, &refs, Instant::now());
     killer.set_conditions(&d.conditions);
+    if let Some(signal) = d.reclaim
+        && reclaim_node_level_resources(cfg, signal, stats, reclaimer).await
+    {
+        info!(
+            signal = signal.as_str(),
+            "eviction manager: able to reduce resource pressure without evicting pods"
+        );
+        return None;
+    }
     let (uid, ev) = d.evict?;
     info!(pod = %uid, message = %ev.message, "eviction manager: evicting pod");
     killer.evict(&uid, ev, POD_CLEANUP_TIMEOUT).await;
@@ -177,10 +233,22 @@ pub async fn cycle(
 
 /// Runs forever: a cycle every housekeeping interval, the next at once after an
 /// eviction's cleanup.
-pub async fn run(cfg: Config, stats: Arc<dyn SummaryProvider>, killer: Arc<dyn PodKiller>) {
+pub async fn run(
+    cfg: Config,
+    stats: Arc<dyn SummaryProvider>,
+    killer: Arc<dyn PodKiller>,
+    reclaimer: Arc<dyn NodeReclaimer>,
+) {
     let mut state = State::default();
     loop {
-        let evicted = cycle(&mut state, &cfg, stats.as_ref(), killer.as_ref()).await;
+        let evicted = cycle(
+            &mut state,
+            &cfg,
+            stats.as_ref(),
+            killer.as_ref(),
+            reclaimer.as_ref(),
+        )
+        .await;
         if evicted.is_none() {
             tokio::time::sleep(cfg.housekeeping_interval).await;
         } else {

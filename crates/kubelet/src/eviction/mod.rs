@@ -100,6 +100,9 @@ pub struct Evictions {
     /// Pods a worker made terminal (evicted, rejected) before the watch says so.
     terminal: Mutex<HashSet<String>>,
     pods: Mutex<HashMap<String, Pod>>,
+    /// The pod watch has listed once (upstream's `allSourcesReady`): a pod not
+    /// among those seen is gone, not merely not yet heard of.
+    synced: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -139,6 +142,25 @@ impl Evictions {
         lock(&self.admitted).remove(uid);
         lock(&self.pending).remove(uid);
         lock(&self.terminal).remove(uid);
+    }
+
+    /// The pod as the watch last showed it.
+    pub fn pod(&self, uid: &str) -> Option<Pod> {
+        lock(&self.pods).get(uid).cloned()
+    }
+
+    /// A worker made this pod terminal (evicted, rejected, past its deadline).
+    pub fn is_terminal(&self, uid: &str) -> bool {
+        lock(&self.terminal).contains(uid)
+    }
+
+    pub fn set_synced(&self) {
+        self.synced
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn synced(&self) -> bool {
+        self.synced.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The pod's worker made it terminal: it is no longer a candidate.

@@ -520,3 +520,77 @@ fn active_pods_leave_out_terminal_deleted_and_finished_ones() {
     assert!(e.take("uid-running").is_some());
     assert!(e.take("uid-running").is_none());
 }
+
+/// Stats whose node filesystem has `available` of 100 GiB free; the reclaimer
+/// frees `frees` bytes of it when asked for a disk signal.
+struct DiskNode {
+    available: std::sync::Mutex<u64>,
+    frees: u64,
+    asked: std::sync::Mutex<Vec<Signal>>,
+}
+
+#[async_trait::async_trait]
+impl manager::SummaryProvider for DiskNode {
+    async fn summary(&self) -> Option<Summary> {
+        let mut s = summary(4 << 30, 1 << 30, vec![pod_stats("besteffort", MI)]);
+        if let Some(fs) = s.node.fs.as_mut() {
+            fs.available_bytes = Some(*self.available.lock().unwrap());
+        }
+        Some(s)
+    }
+}
+
+#[async_trait::async_trait]
+impl manager::NodeReclaimer for DiskNode {
+    async fn reclaim(&self, signal: Signal) -> bool {
+        self.asked.lock().unwrap().push(signal);
+        if signal == Signal::MemoryAvailable {
+            return false;
+        }
+        *self.available.lock().unwrap() += self.frees;
+        true
+    }
+}
+
+#[tokio::test]
+async fn disk_pressure_is_met_by_node_level_reclaim_before_any_pod_goes() {
+    let cfg = Config::new(thresholds(&flags("nodefs.available<10Gi")).unwrap());
+    let objs = [pod("besteffort", "", "", 0)];
+    let refs: Vec<&Pod> = objs.iter().collect();
+    // (bytes free before, bytes the reclaim frees, a pod still evicted)
+    let rows = [(5u64 << 30, 6u64 << 30, false), (5 << 30, 1 << 30, true)];
+    for (available, frees, evicts) in rows {
+        let node = DiskNode {
+            available: std::sync::Mutex::new(available),
+            frees,
+            asked: Default::default(),
+        };
+        let s = manager::SummaryProvider::summary(&node).await.unwrap();
+        let d = State::default().synchronize(&cfg, &s, &refs, Instant::now());
+        assert_eq!(d.reclaim, Some(Signal::NodeFsAvailable));
+        assert!(d.evict.is_some());
+        let relieved =
+            manager::reclaim_node_level_resources(&cfg, Signal::NodeFsAvailable, &node, &node)
+                .await;
+        assert_eq!(relieved, !evicts, "available {available} frees {frees}");
+        assert_eq!(*node.asked.lock().unwrap(), [Signal::NodeFsAvailable]);
+    }
+    // Nothing to reclaim for memory: the pod goes.
+    let node = DiskNode {
+        available: std::sync::Mutex::new(50 << 30),
+        frees: 0,
+        asked: Default::default(),
+    };
+    assert!(
+        !manager::reclaim_node_level_resources(&cfg, Signal::MemoryAvailable, &node, &node).await
+    );
+    assert!(
+        !manager::reclaim_node_level_resources(
+            &cfg,
+            Signal::NodeFsAvailable,
+            &node,
+            &manager::NoReclaim
+        )
+        .await
+    );
+}

@@ -4,6 +4,7 @@
 //! [`build_with_binaries`] makes one more: busybox plus static host binaries
 //! (e.g. [`KUBECTL_IMAGE`], busybox and the host's kubectl, for in-cluster clients).
 
+pub mod gc;
 pub mod tar;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,10 @@ pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 /// `/usr/local/bin/kubectl`): a registry host of its own, so it is never
 /// mistaken for, or pulled as, an upstream image.
 pub const KUBECTL_IMAGE: &str = "berth.local/kubectl:latest";
+
+/// The images Berth builds itself: no registry serves them, so image garbage
+/// collection keeps them as the runtime keeps a pinned image.
+pub const LOCAL_IMAGES: [&str; 3] = [BUSYBOX_IMAGE, PAUSE_IMAGE, KUBECTL_IMAGE];
 
 /// Where Debian's busybox-static puts its binary.
 const BUSYBOX_BIN: &str = "/bin/busybox";

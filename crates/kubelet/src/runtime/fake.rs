@@ -22,6 +22,9 @@ struct State {
     images: BTreeSet<String>,
     /// The `USER` of images that have one (uid, or a name).
     image_users: HashMap<String, (Option<i64>, String)>,
+    /// Sizes of images that have one (bytes), and the pinned ones.
+    image_sizes: HashMap<String, u64>,
+    pinned_images: BTreeSet<String>,
     sandboxes: BTreeMap<String, SandboxStatus>,
     containers: BTreeMap<String, ContainerStatus>,
     /// Calls in order, e.g. "run_sandbox ns/name", "start_container <id>".
@@ -39,6 +42,20 @@ struct State {
     image_fs: Vec<FsUsage>,
     /// Every stats call fails with this while set.
     stats_error: Option<RuntimeError>,
+}
+
+impl State {
+    fn image_info(&self, name: &str) -> ImageInfo {
+        ImageInfo {
+            id: format!("sha256:{name}"),
+            repo_tags: vec![name.to_string()],
+            repo_digests: vec![],
+            size: self.image_sizes.get(name).copied().unwrap_or(0),
+            uid: None,
+            username: String::new(),
+            pinned: self.pinned_images.contains(name),
+        }
+    }
 }
 
 /// The fake runtime. Cheap to share behind an `Arc`.
@@ -60,6 +77,21 @@ impl FakeRuntime {
     /// Makes an image present.
     pub fn add_image(&self, image: &str) {
         self.lock().images.insert(image.to_string());
+    }
+
+    /// Makes an image present with a size; `pinned` as the runtime's pin.
+    pub fn add_image_sized(&self, image: &str, size: u64, pinned: bool) {
+        let mut s = self.lock();
+        s.images.insert(image.to_string());
+        s.image_sizes.insert(image.to_string(), size);
+        if pinned {
+            s.pinned_images.insert(image.to_string());
+        }
+    }
+
+    /// The images present, by name.
+    pub fn images(&self) -> Vec<String> {
+        self.lock().images.iter().cloned().collect()
     }
 
     /// Gives a present image a `USER`: a uid, or a name (as containerd reports it).
@@ -371,14 +403,9 @@ impl Runtime for FakeRuntime {
         let name = image.strip_prefix("sha256:").unwrap_or(image);
         Ok(s.images.get(name).map(|i| {
             let (uid, username) = s.image_users.get(i).cloned().unwrap_or_default();
-            ImageInfo {
-                id: format!("sha256:{i}"),
-                repo_tags: vec![i.clone()],
-                repo_digests: vec![],
-                size: 0,
-                uid,
-                username,
-            }
+            let mut info = s.image_info(i);
+            (info.uid, info.username) = (uid, username);
+            info
         }))
     }
 
@@ -395,23 +422,16 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_images(&self) -> RuntimeResult<Vec<ImageInfo>> {
-        Ok(self
-            .lock()
-            .images
-            .iter()
-            .map(|i| ImageInfo {
-                id: format!("sha256:{i}"),
-                repo_tags: vec![i.clone()],
-                repo_digests: vec![],
-                size: 0,
-                uid: None,
-                username: String::new(),
-            })
-            .collect())
+        let s = self.lock();
+        Ok(s.images.iter().map(|i| s.image_info(i)).collect())
     }
 
     async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
-        self.lock().images.remove(image);
+        let mut s = self.lock();
+        s.calls.push(format!("remove_image {image}"));
+        // By name or by the id the image list gives (`sha256:<name>`).
+        let name = image.strip_prefix("sha256:").unwrap_or(image);
+        s.images.remove(name);
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 //! implementation is CRI v1 over containerd's socket (`crate::cri`).
 
 pub mod fake;
+pub mod gc;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -270,6 +271,9 @@ pub struct ImageInfo {
     pub uid: Option<i64>,
     /// The image's `USER` when it is a name (CRI `Image.username`).
     pub username: String,
+    /// The runtime keeps this image (CRI `Image.pinned`, e.g. its sandbox
+    /// image): image garbage collection never removes it.
+    pub pinned: bool,
 }
 
 /// The result of a command run to completion in a container.
