@@ -405,7 +405,8 @@ pub(crate) mod tests {
         let mut sidecar = huge(&[("hugepages-2Mi", "4Mi")], &[("hugepages-2Mi", "4Mi")]);
         sidecar.restart_policy = Some("Always".into());
         // (init containers, containers, node sizes, limits by size)
-        let rows: Vec<(Vec<Container>, Vec<Container>, Vec<u64>, Vec<(u64, i64)>)> = vec![
+        type Row = (Vec<Container>, Vec<Container>, Vec<u64>, Vec<(u64, i64)>);
+        let rows: Vec<Row> = vec![
             (
                 vec![],
                 vec![app.clone()],

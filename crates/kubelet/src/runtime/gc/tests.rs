@@ -317,7 +317,7 @@ async fn garbage_collect_removes_through_the_runtime() {
     .await
     .unwrap();
     assert_eq!(p.containers, [ids[0].clone()]);
-    assert_eq!(p.sandboxes, [old.clone()]);
+    assert_eq!(p.sandboxes, std::slice::from_ref(&old));
     let left: Vec<String> = rt
         .list_containers(&Filter::default())
         .await
