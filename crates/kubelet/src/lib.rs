@@ -16,6 +16,7 @@ pub mod eviction;
 pub mod images;
 pub mod localpath;
 pub mod node;
+pub mod objects;
 pub mod prober;
 pub mod runtime;
 pub mod server;

@@ -14,6 +14,7 @@ pub mod podspec;
 pub mod security;
 pub mod status;
 pub mod termination;
+pub mod volumemanager;
 pub mod worker;
 
 use std::collections::{HashMap, HashSet};
@@ -241,7 +242,9 @@ impl Agent {
         ];
 
         let memory_capacity = machine::memory_bytes();
-        let statuses = Arc::new(worker::StatusStore::default());
+        let statuses = Arc::new(crate::status::manager::StatusManager::new(Arc::new(
+            crate::status::manager::ApiStatusWriter(client.clone()),
+        )));
         let prober = Prober::new(Arc::new(RuntimeExec(runtime.clone())));
         let (probes, probe_updates) =
             ProbeManager::new(prober, statuses.clone(), Arc::new(SystemClock));
@@ -265,7 +268,7 @@ impl Agent {
         ));
         tasks.push(tokio::spawn(tokens.clone().run_cleanup()));
         let shared = Arc::new(worker::Shared {
-            client: client.clone(),
+            objects: Arc::new(crate::objects::ApiObjects(client.clone())),
             runtime: runtime.clone(),
             ctx: podspec::NodeContext {
                 pods_dir: cfg.dir.join("pods"),
@@ -377,7 +380,7 @@ impl Agent {
             runtime.clone(),
             cfg.node_name.clone(),
         )));
-        tasks.push(tokio::spawn(watch_pods(shared)));
+        tasks.push(tokio::spawn(watch_pods(client.clone(), shared)));
         // Started once the local images are in, as upstream starts garbage
         // collection once the kubelet runs.
         tasks.push(tokio::spawn(gc::run_containers(collector.clone())));
@@ -508,8 +511,8 @@ async fn set_pod_cidr(client: &Client, node: &str, cidr: &str) {
 }
 
 /// The pod watch: one worker per pod uid, fed the newest pod object.
-async fn watch_pods(shared: Arc<worker::Shared>) {
-    let api: Api<Pod> = Api::all(shared.client.clone());
+async fn watch_pods(client: Client, shared: Arc<worker::Shared>) {
+    let api: Api<Pod> = Api::all(client);
     let wc = berth_runtime::reflect::informer_config()
         .fields(&format!("spec.nodeName={}", shared.node_name));
     let mut events = watcher::watcher(api, wc).default_backoff().boxed();

@@ -10,21 +10,20 @@ use std::time::{Duration, Instant};
 use berth_runtime::events::{EventType, Recorder};
 use chrono::Utc;
 use k8s_openapi::api::core::v1::{ConfigMap, Container, ObjectReference, Pod, Secret};
-use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use serde_json::{Value, json};
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
-mod claims;
 mod evict;
 mod security;
 
 use super::actions::{Action, compute_pod_actions};
 use super::podspec::{self, LABEL_CONTAINER_NAME, LABEL_POD_UID, NodeContext};
 use super::status::{self, ContainerView};
+use super::volumemanager::{PodVolumes, VolumeContext};
 use crate::backoff::{self, Backoff};
 use crate::envvars;
+use crate::images::puller::Puller;
+use crate::objects::ObjectSource;
 use crate::prober::manager::{PodStatusProvider, ProbeManager};
 use crate::runtime::{
     ContainerState, ContainerStatus, Filter, Runtime, RuntimeError, SandboxConfig, SandboxState,
@@ -32,7 +31,8 @@ use crate::runtime::{
 
 /// What every worker shares.
 pub struct Shared {
-    pub client: Client,
+    /// ConfigMaps, Secrets, claims and volumes the pods reference.
+    pub objects: Arc<dyn ObjectSource>,
     pub runtime: Arc<dyn Runtime>,
     pub ctx: NodeContext,
     pub node_name: String,
@@ -47,7 +47,7 @@ pub struct Shared {
     /// Startup/liveness/readiness probes of every pod.
     pub probes: ProbeManager,
     /// The last status each worker computed (what the prober reads).
-    pub statuses: Arc<StatusStore>,
+    pub statuses: Arc<crate::status::manager::StatusManager>,
     /// Wakes a pod's worker (a probe result changed, a container was killed).
     pub pokes: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
     /// Every Service (service link environment variables).
@@ -65,33 +65,6 @@ pub struct Shared {
     pub admission: super::security::Admission,
     /// The Device Manager (device plugins' extended resources).
     pub devices: Arc<crate::cm::devicemanager::DeviceManager>,
-}
-
-/// The agent's pod statuses by uid (upstream's status manager cache).
-#[derive(Default)]
-pub struct StatusStore(Mutex<HashMap<String, k8s_openapi::api::core::v1::PodStatus>>);
-
-impl StatusStore {
-    fn set(&self, uid: &str, s: k8s_openapi::api::core::v1::PodStatus) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uid.to_string(), s);
-    }
-
-    fn remove(&self, uid: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
-    }
-}
-
-impl PodStatusProvider for StatusStore {
-    fn pod_status(&self, pod_uid: &str) -> Option<k8s_openapi::api::core::v1::PodStatus> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(pod_uid)
-            .cloned()
-    }
 }
 
 impl Shared {
@@ -119,29 +92,16 @@ struct Worker {
     sandbox: Option<(String, SandboxConfig)>,
     ips: Vec<String>,
     waiting: HashMap<String, (String, String)>,
-    last_patch: Option<Value>,
     terminal: bool,
     sandbox_error: Option<String>,
-    /// The last FailedMount message (recorded once per change).
-    mount_error: Option<String>,
-    /// When payload volumes (configMap, secret, downwardAPI, projected) were
-    /// last written; they are refreshed every `VOLUME_RESYNC`.
-    volumes_synced: Option<Instant>,
-    /// The pod's claim-backed volumes, resolved once (`worker/claims.rs`).
-    claims: podspec::ClaimMounts,
+    /// The pod's volumes as the volume manager has set them up.
+    volumes: PodVolumes,
     /// This sync started a container: the runtime's view must be re-read.
     acted: bool,
     /// When the worker must look again even if nothing changes (the pod's
     /// activeDeadlineSeconds).
     wake_at: Option<Instant>,
 }
-
-/// How often configMap/secret/downwardAPI/projected contents are re-written
-/// (upstream's kubelet sync period is 1 min). Each re-write asks the token
-/// manager again, so it must come round well within a token's refresh window
-/// (`token::MIN_REFRESH_WINDOW`, tested below): a refreshed token then
-/// reaches its file before the old one expires.
-const VOLUME_RESYNC: Duration = Duration::from_secs(10);
 
 fn container_ref(pod: &Pod, c: &str, init: bool) -> ObjectReference {
     let (name, ns, uid) = podspec::meta(pod);
@@ -209,47 +169,9 @@ fn restart_policy(pod: &Pod) -> &str {
         .unwrap_or("Always")
 }
 
-/// The pod's service account: `spec.serviceAccountName`, else `default`
-/// (what upstream's ServiceAccount admission sets).
-fn service_account_name(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.service_account_name.as_deref())
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-}
-
-/// The image pull policy, with upstream's default when the API left it unset.
-fn pull_policy(c: &Container) -> &str {
-    if let Some(p) = c.image_pull_policy.as_deref() {
-        return p;
-    }
-    let image = c.image.as_deref().unwrap_or("");
-    let last = image.rsplit('/').next().unwrap_or(image);
-    if image.contains('@') || (last.contains(':') && !last.ends_with(":latest")) {
-        "IfNotPresent"
-    } else {
-        "Always"
-    }
-}
-
 /// Runs one pod's worker until its pod is gone from the API and the runtime.
 pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Option<Pod>>) {
-    let mut w = Worker {
-        shared: shared.clone(),
-        uid,
-        sandbox: None,
-        ips: Vec::new(),
-        waiting: HashMap::new(),
-        last_patch: None,
-        terminal: false,
-        sandbox_error: None,
-        mount_error: None,
-        volumes_synced: None,
-        claims: podspec::ClaimMounts::new(),
-        acted: false,
-        wake_at: None,
-    };
+    let mut w = Worker::new(shared.clone(), uid);
     let poke = Arc::new(tokio::sync::Notify::new());
     shared
         .pokes
@@ -291,6 +213,21 @@ pub async fn run(shared: Arc<Shared>, uid: String, mut rx: watch::Receiver<Optio
 }
 
 impl Worker {
+    fn new(shared: Arc<Shared>, uid: String) -> Self {
+        Worker {
+            shared,
+            uid,
+            sandbox: None,
+            ips: Vec::new(),
+            waiting: HashMap::new(),
+            terminal: false,
+            sandbox_error: None,
+            volumes: PodVolumes::default(),
+            acted: false,
+            wake_at: None,
+        }
+    }
+
     /// How long to sleep before the next sync without a change.
     fn next_wake(&self) -> Duration {
         let now = Instant::now();
@@ -428,113 +365,20 @@ impl Worker {
         }
     }
 
-    /// Writes the pod's configMap/secret/downwardAPI/projected volumes; false
-    /// (with a FailedMount event) while one cannot be set up.
+    /// The volume manager's setup of the pod's volumes; false (with a
+    /// FailedMount event) while one cannot be set up.
     async fn mount_volumes(&mut self, pod: &Pod) -> bool {
-        let volumes = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.volumes.clone())
-            .unwrap_or_default();
-        if let Err((volume, e)) = self.mount_claims(pod, &volumes).await {
-            self.mount_failed(pod, &volume, &e);
-            return false;
-        }
-        let needs = volumes.iter().any(|v| {
-            v.config_map.is_some()
-                || v.secret.is_some()
-                || v.downward_api.is_some()
-                || v.projected.is_some()
-        });
-        if !needs
-            || self
-                .volumes_synced
-                .is_some_and(|t| t.elapsed() < VOLUME_RESYNC)
-        {
-            return true;
-        }
-        let ns = podspec::meta(pod).1;
-        let (cm_names, secret_names) = crate::volumes::referenced_objects(pod);
-        let mut cms = BTreeMap::new();
-        let cm_api: Api<ConfigMap> = Api::namespaced(self.shared.client.clone(), ns);
-        for n in cm_names {
-            if let Ok(Some(cm)) = cm_api.get_opt(&n).await {
-                cms.insert(n, cm);
-            }
-        }
-        let mut secrets = BTreeMap::new();
-        let s_api: Api<Secret> = Api::namespaced(self.shared.client.clone(), ns);
-        for n in secret_names {
-            if let Ok(Some(sec)) = s_api.get_opt(&n).await {
-                secrets.insert(n, sec);
-            }
-        }
-        let host_ips = vec![self.shared.host_ip.clone()];
-        let empty = BTreeMap::new();
-        let env = envvars::EnvSources {
-            config_maps: &cms,
-            secrets: &secrets,
+        let shared = self.shared.clone();
+        let cx = VolumeContext {
+            objects: shared.objects.as_ref(),
+            tokens: &shared.tokens,
+            node: &shared.ctx,
+            recorder: &shared.recorder,
             pod_ips: &self.ips,
-            host_ips: &host_ips,
-            node_allocatable: &self.shared.allocatable,
-            service_env: &empty,
+            host_ip: &shared.host_ip,
+            allocatable: &shared.allocatable,
         };
-        let tokens = self.service_account_tokens(pod).await;
-        let src = crate::volumes::ProjectedSources {
-            config_maps: &cms,
-            secrets: &secrets,
-            env: &env,
-            service_account_tokens: &tokens,
-        };
-        let pod_dir = podspec::pod_dir(&self.shared.ctx, pod);
-        for v in &volumes {
-            let Some(payload) = crate::volumes::volume_payload(v, pod, &src) else {
-                continue;
-            };
-            let Some(dir) = crate::volumes::volume_dir(&pod_dir, v) else {
-                continue;
-            };
-            let result = payload.and_then(|p| crate::volumes::writer::write(&dir, &p));
-            if let Err(e) = result {
-                self.mount_failed(pod, &v.name, &e);
-                return false;
-            }
-        }
-        self.mount_error = None;
-        self.volumes_synced = Some(Instant::now());
-        true
-    }
-
-    /// A FailedMount event, once per distinct message.
-    fn mount_failed(&mut self, pod: &Pod, volume: &str, e: &crate::volumes::VolumeError) {
-        let msg = format!("MountVolume.SetUp failed for volume {volume:?} : {e}");
-        if self.mount_error.as_deref() != Some(msg.as_str()) {
-            self.shared
-                .recorder
-                .event(pod, EventType::Warning, "FailedMount", msg.clone());
-        }
-        self.mount_error = Some(msg);
-    }
-
-    /// A token for every serviceAccountToken source of the pod's volumes,
-    /// for its service account and bound to it (upstream's projected volume
-    /// plugin asking the token manager).
-    async fn service_account_tokens(&self, pod: &Pod) -> crate::volumes::ServiceAccountTokens {
-        let (name, ns, uid) = podspec::meta(pod);
-        let service_account = service_account_name(pod);
-        let mut tokens = crate::volumes::ServiceAccountTokens::new();
-        for source in crate::volumes::token_sources(pod) {
-            let key = crate::token::TokenKey {
-                namespace: ns.to_string(),
-                service_account: service_account.to_string(),
-                pod_name: name.to_string(),
-                pod_uid: uid.to_string(),
-                source,
-            };
-            let token = self.shared.tokens.get_service_account_token(&key).await;
-            tokens.insert(key.source, token);
-        }
-        tokens
+        self.volumes.mount(pod, &cx).await
     }
 
     fn sandbox_failed(&mut self, pod: &Pod, err: &str) {
@@ -617,6 +461,7 @@ impl Worker {
                 self.stop_sandboxes().await;
             }
             self.shared.devices.remove_pod(&self.uid);
+            self.shared.statuses.retry_unsent(pod).await;
             return;
         }
         if self.eviction_hook(pod).await
@@ -720,106 +565,22 @@ impl Worker {
         }
     }
 
-    /// Pulls per the pull policy; the image reference, or the waiting reason set.
+    /// Pulls per the pull policy (`images::puller`); the image reference,
+    /// or None with the container's waiting reason set.
     async fn ensure_image(&mut self, pod: &Pod, c: &Container, init: bool) -> Option<String> {
-        let image = c.image.clone().unwrap_or_default();
+        let puller = Puller {
+            runtime: self.shared.runtime.as_ref(),
+            recorder: &self.shared.recorder,
+            backoff: &self.shared.backoff,
+        };
         let cref = container_ref(pod, &c.name, init);
-        let shared = self.shared.clone();
-        let rec = &shared.recorder;
-        let present = self.rt().image_status(&image).await.ok().flatten();
-        let policy = pull_policy(c).to_string();
-        if policy == "Never" {
-            return match present {
-                Some(i) => Some(i.id),
-                None => {
-                    let msg = format!(
-                        "Container image {image:?} is not present with pull policy of Never"
-                    );
-                    rec.event(&cref, EventType::Warning, "ErrImageNeverPull", msg.clone());
-                    self.waiting
-                        .insert(c.name.clone(), ("ErrImageNeverPull".into(), msg));
-                    None
-                }
-            };
-        }
-        if policy == "IfNotPresent"
-            && let Some(i) = present
+        match puller
+            .ensure_image(&self.uid, &cref, c, self.waiting.get(&c.name))
+            .await
         {
-            rec.event(
-                &cref,
-                EventType::Normal,
-                "Pulled",
-                format!("Container image {image:?} already present on machine"),
-            );
-            return Some(i.id);
-        }
-        let key = backoff::image_key(&self.uid, &image);
-        if self
-            .shared
-            .backoff()
-            .is_in_backoff_since_update(&key, Utc::now())
-        {
-            let prev = self
-                .waiting
-                .get(&c.name)
-                .filter(|(r, _)| r == backoff::ERR_IMAGE_PULL || r == backoff::IMAGE_PULL_BACK_OFF)
-                .map(|(_, m)| m.clone());
-            let msg = backoff::image_backoff_message(&image, None);
-            rec.event(
-                &cref,
-                EventType::Normal,
-                backoff::EVENT_BACK_OFF,
-                msg.clone(),
-            );
-            let waiting_msg = match prev {
-                Some(p) if !p.starts_with("Back-off pulling image") => {
-                    backoff::image_backoff_message(&image, Some(&p))
-                }
-                Some(p) => p,
-                None => msg,
-            };
-            self.waiting.insert(
-                c.name.clone(),
-                (backoff::IMAGE_PULL_BACK_OFF.into(), waiting_msg),
-            );
-            return None;
-        }
-        rec.event(
-            &cref,
-            EventType::Normal,
-            "Pulling",
-            format!("Pulling image {image:?}"),
-        );
-        let started = Instant::now();
-        match self.rt().pull_image(&image).await {
-            Ok(r) => {
-                let took = backoff::go_duration(started.elapsed());
-                rec.event(
-                    &cref,
-                    EventType::Normal,
-                    "Pulled",
-                    format!(
-                        "Successfully pulled image {image:?} in {took} ({took} including waiting)"
-                    ),
-                );
-                Some(r)
-            }
-            // No registry is reachable from these machines: an image that is
-            // present locally is used when a re-pull (policy Always) cannot reach one.
-            Err(RuntimeError::ImagePull(_)) if present.is_some() => present.map(|i| i.id),
-            Err(e) => {
-                let err = e.to_string();
-                rec.event(
-                    &cref,
-                    EventType::Warning,
-                    "Failed",
-                    format!("Failed to pull image {image:?}: {err}"),
-                );
-                rec.event(&cref, EventType::Warning, "Failed", "Error: ErrImagePull");
-                let now = Utc::now();
-                self.shared.backoff().next(&key, now, now);
-                self.waiting
-                    .insert(c.name.clone(), (backoff::ERR_IMAGE_PULL.into(), err));
+            Ok(image) => Some(image),
+            Err(waiting) => {
+                self.waiting.insert(c.name.clone(), waiting);
                 None
             }
         }
@@ -834,15 +595,13 @@ impl Worker {
         let (cms, secrets) = envvars::referenced_objects(c);
         let mut cm_map = BTreeMap::new();
         let mut sec_map = BTreeMap::new();
-        let cm_api: Api<ConfigMap> = Api::namespaced(self.shared.client.clone(), ns);
         for n in cms {
-            if let Ok(Some(cm)) = cm_api.get_opt(&n).await {
+            if let Ok(Some(cm)) = self.shared.objects.config_map(ns, &n).await {
                 cm_map.insert(n, cm);
             }
         }
-        let s_api: Api<Secret> = Api::namespaced(self.shared.client.clone(), ns);
         for n in secrets {
-            if let Ok(Some(s)) = s_api.get_opt(&n).await {
+            if let Ok(Some(s)) = self.shared.objects.secret(ns, &n).await {
                 sec_map.insert(n, s);
             }
         }
@@ -898,7 +657,7 @@ impl Worker {
         };
         let (command, args) = envvars::expand_command_and_args(c, &env);
         if let Err(e) =
-            podspec::prepare_sub_paths(&self.shared.ctx, pod, &self.claims, c, &env.vars)
+            podspec::prepare_sub_paths(&self.shared.ctx, pod, self.volumes.claims(), c, &env.vars)
         {
             self.config_error(&cref, c, &e.to_string());
             return;
@@ -906,7 +665,7 @@ impl Worker {
         let mut cfg = match podspec::container_config(
             &self.shared.ctx,
             pod,
-            &self.claims,
+            self.volumes.claims(),
             c,
             attempt,
             &image,
@@ -1047,25 +806,7 @@ impl Worker {
         let _ = (init, containers);
         let typed = self.generated_status(pod, &views, sandbox_ready, false);
         let phase = typed.phase.clone().unwrap_or_default();
-        let st = serde_json::to_value(&typed).unwrap_or_default();
-        // Transition times change only with statuses, so an unchanged status
-        // serialises identically and is not re-sent.
-        self.shared.statuses.set(&self.uid, typed);
-        if self.last_patch.as_ref() != Some(&st) {
-            let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), podspec::meta(pod).1);
-            let name = podspec::meta(pod).0;
-            match api
-                .patch_status(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Strategic(json!({"status": st})),
-                )
-                .await
-            {
-                Ok(_) => self.last_patch = Some(st),
-                Err(e) => debug!(pod = %name, error = %e, "pod status patch failed"),
-            }
-        }
+        self.shared.statuses.set_pod_status(pod, typed).await;
         if phase == "Succeeded" || phase == "Failed" {
             self.terminal = true;
             self.stop_sandboxes().await;
@@ -1362,17 +1103,8 @@ impl Worker {
         }
         let views = self.views().await;
         // Terminal: no container runs again, so the phase is Succeeded or Failed.
-        let st = serde_json::to_value(self.generated_status(pod, &views, false, true))
-            .unwrap_or_default();
-        let (name, ns, _) = podspec::meta(pod);
-        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
-        let _ = api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(json!({"status": st})),
-            )
-            .await;
+        let st = self.generated_status(pod, &views, false, true);
+        self.shared.statuses.set_pod_status(pod, st).await;
     }
 
     /// Graceful deletion: stop within the pod's grace period, clean up, then
@@ -1380,21 +1112,7 @@ impl Worker {
     async fn terminate(&mut self, pod: &Pod) {
         let grace = self.grace_period(pod, pod.metadata.deletion_grace_period_seconds);
         self.teardown(Some(pod), grace).await;
-        let (name, ns, uid) = podspec::meta(pod);
-        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
-        let dp = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: None,
-            }),
-            ..Default::default()
-        };
-        match api.delete(name, &dp).await {
-            Ok(_) => debug!(pod = %name, "pod deleted"),
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => warn!(pod = %name, error = %e, "confirming pod deletion failed"),
-        }
+        self.shared.statuses.confirm_deletion(pod).await;
     }
 }
 
@@ -1434,120 +1152,4 @@ fn ephemeral_containers(pod: &Pod) -> Vec<(Container, Option<String>)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn active_deadlines_count_from_the_start_time() {
-        let now: chrono::DateTime<Utc> = "2026-12-02T10:00:00Z".parse().unwrap();
-        let pod = |deadline: Option<i64>, start: Option<&str>| -> Pod {
-            serde_json::from_value(json!({
-                "metadata": {"name": "p"},
-                "spec": {"containers": [{"name": "c"}], "activeDeadlineSeconds": deadline},
-                "status": {"startTime": start},
-            }))
-            .unwrap()
-        };
-        let secs = |s: u64| Some(Duration::from_secs(s));
-        for (deadline, start, want) in [
-            (None, Some("2026-12-02T09:00:00Z"), None),
-            (Some(30), None, None),
-            (Some(30), Some("2026-12-02T09:59:50Z"), secs(20)),
-            (Some(30), Some("2026-12-02T09:59:30Z"), secs(0)),
-            (Some(30), Some("2026-12-02T09:00:00Z"), secs(0)),
-            (
-                Some(i64::MAX),
-                Some("2026-12-02T09:00:00Z"),
-                Some(Duration::from_millis(u64::MAX - 3_600_000)),
-            ),
-        ] {
-            assert_eq!(
-                active_deadline_left(&pod(deadline, start), None, now),
-                want,
-                "{deadline:?} {start:?}"
-            );
-        }
-        // The worker's own status wins over the API's copy.
-        let own: k8s_openapi::api::core::v1::PodStatus =
-            serde_json::from_value(json!({"startTime": "2026-12-02T09:59:55Z"})).unwrap();
-        assert_eq!(
-            active_deadline_left(
-                &pod(Some(10), Some("2026-12-02T09:00:00Z")),
-                Some(&own),
-                now
-            ),
-            secs(5)
-        );
-    }
-
-    #[test]
-    fn volume_resync_comes_within_the_token_refresh_window() {
-        // The re-write after a refresh falls due comes before expiry.
-        let window = crate::token::MIN_REFRESH_WINDOW.as_secs();
-        assert!(window > 0 && (VOLUME_RESYNC.as_secs() as i64) < window);
-    }
-
-    #[test]
-    fn service_account_defaults() {
-        for (spec, want) in [
-            (json!({"containers": []}), "default"),
-            (
-                json!({"containers": [], "serviceAccountName": ""}),
-                "default",
-            ),
-            (
-                json!({"containers": [], "serviceAccountName": "robot"}),
-                "robot",
-            ),
-        ] {
-            let pod: Pod = serde_json::from_value(json!({"spec": spec})).unwrap();
-            assert_eq!(service_account_name(&pod), want, "{spec}");
-        }
-    }
-
-    #[test]
-    fn a_fresh_sigkill_exit_is_read_again_for_its_oom_reason() {
-        let now = Utc::now();
-        let exited = |code: i32, reason: &str, ago_ms: i64| ContainerStatus {
-            state: ContainerState::Exited,
-            exit_code: code,
-            reason: reason.into(),
-            finished_at: Some(now - chrono::Duration::milliseconds(ago_ms)),
-            ..Default::default()
-        };
-        let cases = [
-            ("137 Error just now", exited(137, "Error", 100), true),
-            ("already OOMKilled", exited(137, "OOMKilled", 100), false),
-            ("137 long ago", exited(137, "Error", 5_000), false),
-            ("exit 1", exited(1, "Error", 100), false),
-            ("completed", exited(0, "Completed", 100), false),
-            (
-                "running",
-                ContainerStatus {
-                    state: ContainerState::Running,
-                    ..Default::default()
-                },
-                false,
-            ),
-        ];
-        for (case, st, want) in cases {
-            assert_eq!(oom_reason_may_be_late(&st, now), want, "{case}");
-        }
-    }
-
-    #[test]
-    fn pull_policy_defaults_as_upstream() {
-        let c = |image: &str, p: Option<&str>| Container {
-            name: "c".into(),
-            image: Some(image.into()),
-            image_pull_policy: p.map(String::from),
-            ..Default::default()
-        };
-        assert_eq!(pull_policy(&c("busybox", None)), "Always");
-        assert_eq!(pull_policy(&c("busybox:latest", None)), "Always");
-        assert_eq!(pull_policy(&c("busybox:1.36", None)), "IfNotPresent");
-        assert_eq!(pull_policy(&c("localhost:5000/busybox", None)), "Always");
-        assert_eq!(pull_policy(&c("busybox@sha256:abc", None)), "IfNotPresent");
-        assert_eq!(pull_policy(&c("busybox", Some("Never"))), "Never");
-    }
-}
+mod tests;

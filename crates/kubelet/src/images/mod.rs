@@ -5,6 +5,7 @@
 //! (e.g. [`KUBECTL_IMAGE`], busybox and the host's kubectl, for in-cluster clients).
 
 pub mod gc;
+pub mod puller;
 pub mod tar;
 
 use std::path::{Path, PathBuf};

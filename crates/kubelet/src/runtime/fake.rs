@@ -27,6 +27,8 @@ struct State {
     pinned_images: BTreeSet<String>,
     sandboxes: BTreeMap<String, SandboxStatus>,
     containers: BTreeMap<String, ContainerStatus>,
+    /// The config each container was created from, by id.
+    configs: BTreeMap<String, ContainerConfig>,
     /// Calls in order, e.g. "run_sandbox ns/name", "start_container <id>".
     calls: Vec<String>,
     /// Exec answers per container name (consumed in order; the last one repeats).
@@ -137,6 +139,11 @@ impl FakeRuntime {
             .filter(|c| c.name == name)
             .cloned()
             .collect()
+    }
+
+    /// The config container `id` was created from.
+    pub fn container_config(&self, id: &str) -> Option<ContainerConfig> {
+        self.lock().configs.get(id).cloned()
     }
 
     pub fn sandbox_count(&self) -> usize {
@@ -272,15 +279,22 @@ impl Runtime for FakeRuntime {
         if !s.sandboxes.contains_key(sandbox_id) {
             return Err(RuntimeError::NotFound(sandbox_id.to_string()));
         }
-        if !s.images.contains(&config.image) {
+        // By name or by the reference a pull or image status gave.
+        let image = config
+            .image
+            .strip_prefix("sha256:")
+            .unwrap_or(&config.image);
+        if !s.images.contains(image) {
             return Err(RuntimeError::Other(format!(
                 "image {:?} not present",
                 config.image
             )));
         }
+        let image_ref = format!("sha256:{image}");
         s.next_id += 1;
         let id = format!("container-{}", s.next_id);
         s.calls.push(format!("create_container {}", config.name));
+        s.configs.insert(id.clone(), config.clone());
         s.containers.insert(
             id.clone(),
             ContainerStatus {
@@ -296,7 +310,7 @@ impl Runtime for FakeRuntime {
                 reason: String::new(),
                 message: String::new(),
                 image: config.image.clone(),
-                image_ref: format!("sha256:{}", config.image),
+                image_ref,
                 labels: config.labels.clone(),
                 annotations: config.annotations.clone(),
                 log_path: config.log_path.clone(),

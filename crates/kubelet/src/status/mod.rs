@@ -9,6 +9,7 @@
 
 pub mod conditions;
 pub mod containers;
+pub mod manager;
 pub mod phase;
 
 use std::collections::HashMap;

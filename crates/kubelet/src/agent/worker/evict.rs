@@ -4,9 +4,6 @@
 
 use berth_runtime::events::EventType;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
-use tracing::warn;
 
 use super::{Worker, pod_ref};
 use crate::agent::podspec;
@@ -73,21 +70,7 @@ impl Worker {
         pod: &Pod,
         st: k8s_openapi::api::core::v1::PodStatus,
     ) {
-        self.shared.statuses.set(&self.uid, st.clone());
-        let value = serde_json::to_value(&st).unwrap_or_default();
-        let (name, ns, _) = podspec::meta(pod);
-        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), ns);
-        match api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(json!({"status": value})),
-            )
-            .await
-        {
-            Ok(_) => self.last_patch = Some(value),
-            Err(e) => warn!(pod = %name, error = %e, "pod status patch failed"),
-        }
+        self.shared.statuses.set_pod_status(pod, st).await;
         self.terminal = true;
         self.wake_at = None;
         self.shared.evictions.finished(&self.uid);
