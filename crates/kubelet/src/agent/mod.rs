@@ -40,7 +40,7 @@ use crate::images;
 use crate::node::{NodeAgent, NodeConfig};
 use crate::prober::Prober;
 use crate::prober::exec::{RuntimeExec, strip_runtime_prefix};
-use crate::prober::manager::{ProbeManager, ProberUpdate, SystemClock};
+use crate::prober::manager::{ProbeManager, ProberUpdate};
 use crate::runtime::{Filter, Runtime};
 use crate::{Error, Result};
 
@@ -246,8 +246,11 @@ impl Agent {
             crate::status::manager::ApiStatusWriter(client.clone()),
         )));
         let prober = Prober::new(Arc::new(RuntimeExec(runtime.clone())));
-        let (probes, probe_updates) =
-            ProbeManager::new(prober, statuses.clone(), Arc::new(SystemClock));
+        let (probes, probe_updates) = ProbeManager::new(
+            prober,
+            statuses.clone(),
+            Arc::new(berth_runtime::clock::RealClock),
+        );
         let (services, services_writer) = kube::runtime::reflector::store();
         let svc_api: Api<k8s_openapi::api::core::v1::Service> = Api::all(client.clone());
         tasks.push(tokio::spawn(async move {

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use berth_runtime::Clock;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
 use tokio::sync::{Notify, mpsc, watch};
@@ -25,17 +26,11 @@ pub trait PodStatusProvider: Send + Sync + 'static {
     fn pod_status(&self, pod_uid: &str) -> Option<PodStatus>;
 }
 
-/// Wall-clock time (container start times are wall-clock).
-pub trait Clock: Send + Sync + 'static {
-    fn now(&self) -> DateTime<Utc>;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now()
-    }
+/// The clock's time as the status types hold it (container start times are
+/// wall-clock).
+fn wall(clock: &dyn Clock) -> DateTime<Utc> {
+    let nanos = clock.now().as_nanosecond();
+    DateTime::from_timestamp_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
 }
 
 /// A liveness or startup probe failed failureThreshold times: the container
@@ -144,7 +139,7 @@ impl ProbeManager {
         status: Arc<dyn PodStatusProvider>,
         clock: Arc<dyn Clock>,
     ) -> (Self, mpsc::UnboundedReceiver<ProberUpdate>) {
-        let start = clock.now();
+        let start = wall(clock.as_ref());
         Self::with_start(prober, status, clock, start)
     }
 
@@ -396,7 +391,7 @@ impl WorkerTask {
     async fn run(mut self, mut stop: watch::Receiver<bool>, trigger: Arc<Notify>) {
         let period = self.worker.timing.period();
         // Right after the agent starts, spread the workers over a period.
-        let since_start = (self.inner.clock.now() - self.inner.start)
+        let since_start = (wall(self.inner.clock.as_ref()) - self.inner.start)
             .to_std()
             .unwrap_or(Duration::ZERO);
         if since_start < period {
@@ -425,7 +420,7 @@ impl WorkerTask {
 
     async fn do_probe(&mut self) -> bool {
         let status = self.inner.status.pod_status(&self.key.pod_uid);
-        let now = self.inner.clock.now();
+        let now = wall(self.inner.clock.as_ref());
         let mut changes = Vec::new();
         let step = {
             let mut caches = lock(&self.inner.caches);
@@ -542,9 +537,16 @@ mod tests {
         at: Instant,
     }
 
-    impl Clock for SimClock {
+    impl SimClock {
         fn now(&self) -> DateTime<Utc> {
             self.base + chrono::Duration::from_std(self.at.elapsed()).unwrap()
+        }
+    }
+
+    impl Clock for SimClock {
+        fn now(&self) -> k8s_openapi::jiff::Timestamp {
+            let nanos = SimClock::now(self).timestamp_nanos_opt().unwrap();
+            k8s_openapi::jiff::Timestamp::from_nanosecond(i128::from(nanos)).unwrap()
         }
     }
 

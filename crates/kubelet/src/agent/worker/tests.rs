@@ -125,11 +125,7 @@ async fn node() -> Node {
     let statuses = Arc::new(crate::status::manager::StatusManager::new(writer.clone()));
     let clock = Arc::new(berth_runtime::clock::RealClock);
     let prober = crate::prober::Prober::new(Arc::new(crate::prober::exec::RuntimeExec(rt.clone())));
-    let (probes, _updates) = ProbeManager::new(
-        prober,
-        statuses.clone(),
-        Arc::new(crate::prober::manager::SystemClock),
-    );
+    let (probes, _updates) = ProbeManager::new(prober, statuses.clone(), clock.clone());
     let (recorder, events) = crate::testutil::recorder();
     let objects = Arc::new(FakeObjects::default());
     let devices = crate::cm::devicemanager::DeviceManager::start(dir.path().join("plugins"))
