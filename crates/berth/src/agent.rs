@@ -46,6 +46,8 @@ pub struct AgentArgs {
     pub eviction: crate::eviction::EvictionArgs,
     #[command(flatten)]
     pub gc: crate::kubelet_gc::GcArgs,
+    #[command(flatten)]
+    pub cpu_manager: crate::cpumanager::CpuManagerArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -136,6 +138,7 @@ pub async fn start(
 ) -> Result<berth_kubelet::agent::Agent> {
     let mut cfg = config(args, data_dir);
     cfg.cgroups = args.cgroups.config()?;
+    cfg.cpu_manager = args.cpu_manager.config(&mut cfg.cgroups)?;
     cfg.eviction = args.eviction.settings()?;
     (cfg.container_gc, cfg.image_gc) = args.gc.policies()?;
     let agent = berth_kubelet::agent::Agent::start(client, cfg)

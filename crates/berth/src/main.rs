@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
 mod cgroups;
+mod cpumanager;
 mod dashboard;
 mod device_plugin;
 mod dns;

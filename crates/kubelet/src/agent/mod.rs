@@ -79,6 +79,8 @@ pub struct AgentConfig {
     pub container_gc: crate::runtime::gc::ContainerGcPolicy,
     /// `--image-gc-*`, `--minimum-image-ttl-duration`, `--image-maximum-gc-age`.
     pub image_gc: crate::images::gc::ImageGcPolicy,
+    /// `--cpu-manager-policy`, `--reserved-cpus`, `--cpu-manager-reconcile-period`.
+    pub cpu_manager: crate::cm::cpumanager::CpuManagerConfig,
 }
 
 impl AgentConfig {
@@ -101,6 +103,7 @@ impl AgentConfig {
             allowed_unsafe_sysctls: Vec::new(),
             container_gc: Default::default(),
             image_gc: Default::default(),
+            cpu_manager: Default::default(),
         }
     }
 }
@@ -225,6 +228,7 @@ impl Agent {
         )
         .await
         .map_err(|e| Error::Runtime(e.to_string()))?;
+        let cpus = Arc::new(start_cpu_manager(&cfg)?);
         let node_agent = NodeAgent::new(client.clone(), ncfg).with_extended_resources({
             let devices = devices.clone();
             Arc::new(move || devices.capacity())
@@ -303,7 +307,9 @@ impl Agent {
             evictions: Arc::new(crate::eviction::Evictions::default()),
             admission,
             devices,
+            cpus,
         });
+        tasks.push(tokio::spawn(cpu_manager_loop(shared.clone())));
         tasks.push(tokio::spawn(probe_updates_loop(
             shared.clone(),
             probe_updates,
@@ -490,6 +496,31 @@ async fn pod_cidr(client: &Client, cfg: &AgentConfig) -> Result<String> {
     }
     crate::cni::pick_pod_cidr(&cfg.cluster_cidr, used.iter().map(String::as_str))
         .map_err(|e| Error::Runtime(e.to_string()))
+}
+
+/// The CPU Manager on this machine's topology, its checkpoint restored.
+fn start_cpu_manager(cfg: &AgentConfig) -> Result<crate::cm::cpumanager::CpuManager, Error> {
+    let machine =
+        berth_topology::machine::Machine::discover(&berth_topology::machine::RealSysfs::new())
+            .map_err(|e| Error::Runtime(format!("reading the machine's CPU topology: {e}")))?;
+    crate::cm::cpumanager::CpuManager::new(cfg.cpu_manager.clone(), machine, &cfg.dir)
+        .map_err(|e| Error::Runtime(e.to_string()))
+}
+
+/// The CPU Manager's reconcile loop: cpusets of running containers follow
+/// its state; assignments of pods no worker runs are dropped once the pod
+/// watch has listed.
+async fn cpu_manager_loop(shared: Arc<worker::Shared>) {
+    loop {
+        shared.cpus.next_reconcile().await;
+        let workers = || -> HashSet<String> {
+            let pokes = shared.pokes.lock().unwrap_or_else(|e| e.into_inner());
+            pokes.keys().cloned().collect()
+        };
+        let live: Option<&(dyn Fn() -> HashSet<String> + Sync)> =
+            shared.evictions.synced().then_some(&workers);
+        shared.cpus.reconcile(shared.runtime.as_ref(), live).await;
+    }
 }
 
 /// Sets spec.podCIDR(s) on an adopted Node that has none (a created one has it).

@@ -65,6 +65,8 @@ pub struct Shared {
     pub admission: super::security::Admission,
     /// The Device Manager (device plugins' extended resources).
     pub devices: Arc<crate::cm::devicemanager::DeviceManager>,
+    /// Exclusive CPUs and the shared pool (`--cpu-manager-policy`).
+    pub cpus: Arc<crate::cm::cpumanager::CpuManager>,
 }
 
 impl Shared {
@@ -238,6 +240,7 @@ impl Worker {
 
     fn forget(&self) {
         self.shared.devices.remove_pod(&self.uid);
+        self.shared.cpus.remove_pod(&self.uid);
         self.shared.statuses.remove(&self.uid);
         self.shared.tokens.delete_service_account_token(&self.uid);
         self.shared
@@ -461,12 +464,14 @@ impl Worker {
                 self.stop_sandboxes().await;
             }
             self.shared.devices.remove_pod(&self.uid);
+            self.shared.cpus.remove_pod(&self.uid);
             self.shared.statuses.retry_unsent(pod).await;
             return;
         }
         if self.eviction_hook(pod).await
             || self.security_admission(pod).await
             || self.device_admission(pod).await
+            || self.cpu_admission(pod).await
         {
             return;
         }
@@ -675,6 +680,9 @@ impl Worker {
         ) {
             Ok(mut cfg) => {
                 cfg.target_container_id = target;
+                if let Some(cpus) = self.shared.cpus.container_cpuset(&self.uid, &c.name) {
+                    cfg.resources.cpuset_cpus = cpus.to_string();
+                }
                 let ips = self.pod_ips(pod);
                 cfg.mounts.extend(podspec::agent_mounts(
                     &self.shared.ctx,

@@ -206,6 +206,8 @@ pub fn container_resources(c: &Container, qos: Qos, memory_capacity: i64) -> Lin
         cpu_shares,
         memory_limit_in_bytes,
         oom_score_adj,
+        // The CPU Manager's, set by the worker.
+        cpuset_cpus: String::new(),
     }
 }
 

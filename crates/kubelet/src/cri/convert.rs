@@ -142,13 +142,14 @@ pub(super) fn sandbox_config(c: &SandboxConfig) -> cri::PodSandboxConfig {
     }
 }
 
-fn resources(r: &LinuxResources) -> cri::LinuxContainerResources {
+pub(super) fn resources(r: &LinuxResources) -> cri::LinuxContainerResources {
     cri::LinuxContainerResources {
         cpu_period: r.cpu_period,
         cpu_quota: r.cpu_quota,
         cpu_shares: r.cpu_shares,
         memory_limit_in_bytes: r.memory_limit_in_bytes,
         oom_score_adj: r.oom_score_adj,
+        cpuset_cpus: r.cpuset_cpus.clone(),
         ..Default::default()
     }
 }
@@ -418,6 +419,7 @@ mod tests {
                 cpu_shares: 512,
                 memory_limit_in_bytes: 64 << 20,
                 oom_score_adj: 1000,
+                cpuset_cpus: "2-3".into(),
             },
             target_container_id: Some("abc".into()),
             envs: vec![("A".into(), "1".into())],
@@ -431,9 +433,10 @@ mod tests {
                 r.cpu_period,
                 r.cpu_quota,
                 r.cpu_shares,
-                r.memory_limit_in_bytes
+                r.memory_limit_in_bytes,
+                r.cpuset_cpus.as_str()
             ),
-            (100_000, 50_000, 512, 64 << 20)
+            (100_000, 50_000, 512, 64 << 20, "2-3")
         );
         let ns = linux.security_context.unwrap().namespace_options.unwrap();
         assert_eq!(ns.pid, cri::NamespaceMode::Target as i32);

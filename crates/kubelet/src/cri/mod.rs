@@ -23,7 +23,8 @@ use tonic::transport::{Channel, Endpoint, Uri};
 
 use crate::runtime::{
     ContainerConfig, ContainerStats, ContainerStatus, ExecResult, Filter, FsUsage, ImageInfo,
-    Runtime, RuntimeError, RuntimeResult, SandboxConfig, SandboxStats, SandboxStatus, StreamUrl,
+    LinuxResources, Runtime, RuntimeError, RuntimeResult, SandboxConfig, SandboxStats,
+    SandboxStatus, StreamUrl,
 };
 
 /// How long an ordinary CRI call may take before it is abandoned.
@@ -251,6 +252,24 @@ impl Runtime for CriRuntime {
         // The runtime waits `grace` before SIGKILL; give the call room beyond it.
         req.set_timeout(grace + CALL_TIMEOUT);
         done(id, self.runtime.clone().stop_container(req).await)
+    }
+
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxResources,
+    ) -> RuntimeResult<()> {
+        done(
+            id,
+            self.runtime
+                .clone()
+                .update_container_resources(cri::UpdateContainerResourcesRequest {
+                    container_id: id.into(),
+                    linux: Some(convert::resources(resources)),
+                    ..Default::default()
+                })
+                .await,
+        )
     }
 
     async fn remove_container(&self, id: &str) -> RuntimeResult<()> {

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use super::{
     ContainerConfig, ContainerState, ContainerStats, ContainerStatus, ExecResult, Filter, FsUsage,
-    ImageInfo, Runtime, RuntimeError, RuntimeResult, SandboxConfig, SandboxState, SandboxStats,
-    SandboxStatus, StreamUrl,
+    ImageInfo, LinuxResources, Runtime, RuntimeError, RuntimeResult, SandboxConfig, SandboxState,
+    SandboxStats, SandboxStatus, StreamUrl,
 };
 
 /// A scripted exec answer: a result, or a timeout.
@@ -355,6 +355,27 @@ impl Runtime for FakeRuntime {
             c.exit_code = 137;
             c.reason = "Error".into();
             c.finished_at = Some(Utc::now());
+        }
+        Ok(())
+    }
+
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxResources,
+    ) -> RuntimeResult<()> {
+        let mut s = self.lock();
+        s.calls.push(format!(
+            "update_container_resources {id} cpuset={}",
+            resources.cpuset_cpus
+        ));
+        if !s.containers.contains_key(id) {
+            return Err(RuntimeError::NotFound(id.to_string()));
+        }
+        if let Some(cfg) = s.configs.get_mut(id)
+            && !resources.cpuset_cpus.is_empty()
+        {
+            cfg.resources.cpuset_cpus = resources.cpuset_cpus.clone();
         }
         Ok(())
     }

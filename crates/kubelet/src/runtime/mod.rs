@@ -174,6 +174,9 @@ pub struct LinuxResources {
     /// Memory limit in bytes (0: unlimited).
     pub memory_limit_in_bytes: i64,
     pub oom_score_adj: i64,
+    /// The CPUs the container may run on, as a Linux list (empty: all; the
+    /// CPU Manager sets it).
+    pub cpuset_cpus: String,
 }
 
 /// Everything needed to create a container in a sandbox.
@@ -380,6 +383,13 @@ pub trait Runtime: Send + Sync + 'static {
     async fn start_container(&self, id: &str) -> RuntimeResult<()>;
     /// Sends SIGTERM (or the image's stop signal), then SIGKILL after `grace`.
     async fn stop_container(&self, id: &str, grace: Duration) -> RuntimeResult<()>;
+    /// Changes a running container's resources (CRI UpdateContainerResources;
+    /// zero and empty fields are left as they are).
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxResources,
+    ) -> RuntimeResult<()>;
     /// Removes a container; a missing one is not an error.
     async fn remove_container(&self, id: &str) -> RuntimeResult<()>;
     async fn container_status(&self, id: &str) -> RuntimeResult<ContainerStatus>;

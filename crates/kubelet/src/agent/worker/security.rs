@@ -15,28 +15,33 @@ impl Worker {
     /// Failed with the handler's reason and `Pod was rejected: <message>`;
     /// `true` when it was (the sync is over).
     pub(super) async fn security_admission(&mut self, pod: &Pod) -> bool {
-        let Some((reason, msg)) = self.shared.admission.admit(pod) else {
-            return false;
-        };
-        self.shared
-            .recorder
-            .event(&pod_ref(pod), EventType::Warning, reason, msg.clone());
-        let st = k8s_openapi::api::core::v1::PodStatus {
-            phase: Some("Failed".into()),
-            reason: Some(reason.into()),
-            message: Some(format!("Pod was rejected: {msg}")),
-            qos_class: pod.status.as_ref().and_then(|s| s.qos_class.clone()),
-            ..Default::default()
-        };
-        self.post_terminal(pod, st).await;
-        true
+        let refused = self
+            .shared
+            .admission
+            .admit(pod)
+            .map(|(r, m)| (r.to_string(), m));
+        self.reject(pod, refused).await
     }
 
     /// The Device Manager's admission: devices allocated, or the pod fails
     /// (`OutOf<resource>`, `UnexpectedAdmissionError`) as upstream's kubelet
     /// rejects it.
     pub(super) async fn device_admission(&mut self, pod: &Pod) -> bool {
-        let Some((reason, msg)) = self.shared.devices.admit(pod).await else {
+        let refused = self.shared.devices.admit(pod).await;
+        self.reject(pod, refused).await
+    }
+
+    /// The CPU Manager's admission: exclusive CPUs allocated, or the pod
+    /// fails with `UnexpectedAdmissionError` as upstream's.
+    pub(super) async fn cpu_admission(&mut self, pod: &Pod) -> bool {
+        let refused = self.shared.cpus.admit(pod, crate::agent::podspec::qos(pod));
+        self.reject(pod, refused).await
+    }
+
+    /// An admit handler's refusal: the pod ends Failed with its reason and
+    /// `Pod was rejected: <message>`; `true` when it was refused.
+    async fn reject(&mut self, pod: &Pod, refused: Option<(String, String)>) -> bool {
+        let Some((reason, msg)) = refused else {
             return false;
         };
         self.shared

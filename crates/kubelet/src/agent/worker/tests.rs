@@ -163,6 +163,17 @@ async fn node() -> Node {
             runtime: Default::default(),
         },
         devices,
+        cpus: Arc::new(
+            crate::cm::cpumanager::CpuManager::new(
+                Default::default(),
+                berth_topology::machine::Machine::discover(
+                    &berth_topology::machine::FakeSysfs::machine(1, 1, 2, 1, 0),
+                )
+                .unwrap(),
+                dir.path(),
+            )
+            .unwrap(),
+        ),
     });
     Node {
         shared,
