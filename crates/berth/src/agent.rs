@@ -48,6 +48,8 @@ pub struct AgentArgs {
     pub gc: crate::kubelet_gc::GcArgs,
     #[command(flatten)]
     pub cpu_manager: crate::cpumanager::CpuManagerArgs,
+    #[command(flatten)]
+    pub topology_manager: crate::topologymanager::TopologyManagerArgs,
 }
 
 /// Ingress controller flags (it runs on every node, as k3s's Traefik).
@@ -139,6 +141,7 @@ pub async fn start(
     let mut cfg = config(args, data_dir);
     cfg.cgroups = args.cgroups.config()?;
     cfg.cpu_manager = args.cpu_manager.config(&mut cfg.cgroups)?;
+    cfg.topology_manager = args.topology_manager.config()?;
     cfg.eviction = args.eviction.settings()?;
     (cfg.container_gc, cfg.image_gc) = args.gc.policies()?;
     let agent = berth_kubelet::agent::Agent::start(client, cfg)

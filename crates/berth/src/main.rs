@@ -32,6 +32,7 @@ mod secrets_encrypt;
 mod store;
 mod tlsbootstrap;
 mod token;
+mod topologymanager;
 
 #[derive(Parser)]
 #[command(

@@ -66,24 +66,24 @@ fn wait_running(s: &Server, name: &str) {
     });
 }
 
-fn node_ready(s: &Server) {
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        s.k(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ]) == "True"
-    });
-}
-
 #[test]
 fn static_policy_gives_a_guaranteed_pod_an_exclusive_cpu() {
     let s = Server::start_with_agent_args(
         "cpumanager",
-        &["--cpu-manager-policy", "static", "--reserved-cpus", "0"],
+        &[
+            "--cpu-manager-policy",
+            "static",
+            "--reserved-cpus",
+            "0",
+            // One NUMA node here: every hint is that node, so the Topology
+            // Manager's admit path runs and admits.
+            "--topology-manager-policy",
+            "single-numa-node",
+            "--topology-manager-scope",
+            "pod",
+        ],
     );
-    node_ready(&s);
+    s.wait_node_ready(Duration::from_secs(60));
     // --reserved-cpus overrides the reserved CPU: allocatable = 2 − 1.
     let capacity = s.k(&[
         "get",
@@ -117,7 +117,7 @@ fn static_policy_gives_a_guaranteed_pod_an_exclusive_cpu() {
 
     // An agent restart keeps the assignment (the checkpoint) and the pods.
     let s = s.restart();
-    node_ready(&s);
+    s.wait_node_ready(Duration::from_secs(60));
     wait_for_cpus(&s, "exclusive", "1");
     wait_for_cpus(&s, "shared", "0");
 

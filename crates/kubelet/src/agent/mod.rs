@@ -81,6 +81,8 @@ pub struct AgentConfig {
     pub image_gc: crate::images::gc::ImageGcPolicy,
     /// `--cpu-manager-policy`, `--reserved-cpus`, `--cpu-manager-reconcile-period`.
     pub cpu_manager: crate::cm::cpumanager::CpuManagerConfig,
+    /// `--topology-manager-policy`, `--topology-manager-scope`, `--topology-manager-policy-options`.
+    pub topology_manager: crate::cm::topologymanager::TopologyManagerConfig,
 }
 
 impl AgentConfig {
@@ -104,6 +106,7 @@ impl AgentConfig {
             container_gc: Default::default(),
             image_gc: Default::default(),
             cpu_manager: Default::default(),
+            topology_manager: Default::default(),
         }
     }
 }
@@ -229,6 +232,14 @@ impl Agent {
         .await
         .map_err(|e| Error::Runtime(e.to_string()))?;
         let cpus = Arc::new(start_cpu_manager(&cfg)?);
+        let topology = Arc::new(
+            crate::cm::topologymanager::Manager::new(
+                cfg.topology_manager.clone(),
+                cpus.machine().numa.clone(),
+                cpus.clone(),
+            )
+            .map_err(|e| Error::Runtime(format!("topology manager: {e}")))?,
+        );
         let node_agent = NodeAgent::new(client.clone(), ncfg).with_extended_resources({
             let devices = devices.clone();
             Arc::new(move || devices.capacity())
@@ -308,6 +319,7 @@ impl Agent {
             admission,
             devices,
             cpus,
+            topology,
         });
         tasks.push(tokio::spawn(cpu_manager_loop(shared.clone())));
         tasks.push(tokio::spawn(probe_updates_loop(

@@ -67,6 +67,8 @@ pub struct Shared {
     pub devices: Arc<crate::cm::devicemanager::DeviceManager>,
     /// Exclusive CPUs and the shared pool (`--cpu-manager-policy`).
     pub cpus: Arc<crate::cm::cpumanager::CpuManager>,
+    /// NUMA alignment at admission (`--topology-manager-policy`).
+    pub topology: Arc<crate::cm::topologymanager::Manager>,
 }
 
 impl Shared {
@@ -263,6 +265,17 @@ impl Worker {
         }
     }
 
+    /// The sandbox's config; without the QoS hierarchy (`--cgroups-per-qos=false`,
+    /// or none could be set up) the pod goes where the runtime puts it, as
+    /// upstream leaves the cgroup parent empty then.
+    fn sandbox_config(&self, pod: &Pod, attempt: u32) -> SandboxConfig {
+        let mut cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
+        if !self.shared.cgroups.enabled() {
+            cfg.cgroup_parent.clear();
+        }
+        cfg
+    }
+
     async fn ensure_sandbox(&mut self, pod: &Pod) -> bool {
         if let Some((id, _)) = &self.sandbox {
             match self.rt().sandbox_status(id).await {
@@ -292,10 +305,7 @@ impl Worker {
                 && let Ok(st) = self.rt().sandbox_status(&s.id).await
             {
                 self.ips = st.ips;
-                self.sandbox = Some((
-                    s.id.clone(),
-                    podspec::sandbox_config(&self.shared.ctx, pod, s.attempt),
-                ));
+                self.sandbox = Some((s.id.clone(), self.sandbox_config(pod, s.attempt)));
                 self.write_hosts_file(pod);
                 // The adopted pod counts in its QoS cgroup again; limits re-applied.
                 if let Err(e) = self.shared.cgroups.ensure_pod(pod, podspec::qos(pod)) {
@@ -316,7 +326,7 @@ impl Worker {
             self.sandbox_failed(pod, &e);
             return false;
         }
-        let cfg = podspec::sandbox_config(&self.shared.ctx, pod, attempt);
+        let cfg = self.sandbox_config(pod, attempt);
         // The pod-level cgroup and its limits, before runc creates the sandbox in it.
         if let Err(e) = self.shared.cgroups.ensure_pod(pod, podspec::qos(pod)) {
             warn!(pod = %self.uid, error = %e, "pod cgroup limits");
@@ -471,7 +481,7 @@ impl Worker {
         if self.eviction_hook(pod).await
             || self.security_admission(pod).await
             || self.device_admission(pod).await
-            || self.cpu_admission(pod).await
+            || self.topology_admission(pod).await
         {
             return;
         }

@@ -2,3 +2,4 @@
 
 pub mod cpumanager;
 pub mod devicemanager;
+pub mod topologymanager;

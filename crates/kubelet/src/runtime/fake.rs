@@ -29,6 +29,8 @@ struct State {
     containers: BTreeMap<String, ContainerStatus>,
     /// The config each container was created from, by id.
     configs: BTreeMap<String, ContainerConfig>,
+    /// The config each sandbox was run with, by id.
+    sandbox_configs: BTreeMap<String, SandboxConfig>,
     /// Calls in order, e.g. "run_sandbox ns/name", "start_container <id>".
     calls: Vec<String>,
     /// Exec answers per container name (consumed in order; the last one repeats).
@@ -141,6 +143,11 @@ impl FakeRuntime {
             .collect()
     }
 
+    /// The config sandbox `id` was run with.
+    pub fn sandbox_config(&self, id: &str) -> Option<SandboxConfig> {
+        self.lock().sandbox_configs.get(id).cloned()
+    }
+
     /// The config container `id` was created from.
     pub fn container_config(&self, id: &str) -> Option<ContainerConfig> {
         self.lock().configs.get(id).cloned()
@@ -203,6 +210,7 @@ impl Runtime for FakeRuntime {
         let ip = format!("10.42.0.{}", s.next_ip);
         s.calls
             .push(format!("run_sandbox {}/{}", config.namespace, config.name));
+        s.sandbox_configs.insert(id.clone(), config.clone());
         s.sandboxes.insert(
             id.clone(),
             SandboxStatus {

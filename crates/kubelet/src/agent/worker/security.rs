@@ -31,10 +31,13 @@ impl Worker {
         self.reject(pod, refused).await
     }
 
-    /// The CPU Manager's admission: exclusive CPUs allocated, or the pod
-    /// fails with `UnexpectedAdmissionError` as upstream's.
-    pub(super) async fn cpu_admission(&mut self, pod: &Pod) -> bool {
-        let refused = self.shared.cpus.admit(pod, crate::agent::podspec::qos(pod));
+    /// The Topology Manager's admission with the CPU Manager as hint
+    /// provider: exclusive CPUs allocated, or the pod fails with
+    /// `TopologyAffinityError`, `SMTAlignmentError` or
+    /// `UnexpectedAdmissionError` as upstream's.
+    pub(super) async fn topology_admission(&mut self, pod: &Pod) -> bool {
+        let qos = crate::agent::podspec::qos(pod);
+        let refused = self.shared.topology.admit(pod, qos);
         self.reject(pod, refused).await
     }
 

@@ -109,13 +109,17 @@ struct Node {
 }
 
 async fn node() -> Node {
+    node_with(CgroupsConfig::default()).await
+}
+
+async fn node_with(cgroups_config: CgroupsConfig) -> Node {
     let dir = TempDir::new("worker");
     dir.write(&[("cgroup/cgroup.controllers", "cpu memory pids")]);
     let capacity = crate::node::parse_resources("cpu=4,memory=8Gi,pid=4194304").unwrap();
     let cgroups = NodeCgroups::start(
         Box::new(V2Manager::new(dir.path().join("cgroup"), "/")),
         CgroupName::parse("berth"),
-        CgroupsConfig::default(),
+        cgroups_config,
         &capacity,
     )
     .unwrap();
@@ -131,6 +135,17 @@ async fn node() -> Node {
     let devices = crate::cm::devicemanager::DeviceManager::start(dir.path().join("plugins"))
         .await
         .unwrap();
+    let cpus = Arc::new(
+        crate::cm::cpumanager::CpuManager::new(
+            Default::default(),
+            berth_topology::machine::Machine::discover(
+                &berth_topology::machine::FakeSysfs::machine(1, 1, 2, 1, 0),
+            )
+            .unwrap(),
+            dir.path(),
+        )
+        .unwrap(),
+    );
     let shared = Arc::new(Shared {
         objects: objects.clone(),
         runtime: rt.clone(),
@@ -163,14 +178,12 @@ async fn node() -> Node {
             runtime: Default::default(),
         },
         devices,
-        cpus: Arc::new(
-            crate::cm::cpumanager::CpuManager::new(
+        cpus: cpus.clone(),
+        topology: Arc::new(
+            crate::cm::topologymanager::Manager::new(
                 Default::default(),
-                berth_topology::machine::Machine::discover(
-                    &berth_topology::machine::FakeSysfs::machine(1, 1, 2, 1, 0),
-                )
-                .unwrap(),
-                dir.path(),
+                cpus.machine().numa.clone(),
+                cpus,
             )
             .unwrap(),
         ),
@@ -481,4 +494,30 @@ async fn deletion_stops_and_removes_everything_then_confirms_with_the_uid() {
         n.writer.deletes(),
         [("ns".to_string(), "p".to_string(), "u1".to_string())]
     );
+}
+
+#[tokio::test]
+async fn without_the_qos_hierarchy_the_runtime_places_the_pod() {
+    // (--cgroups-per-qos, the sandbox's cgroup parent)
+    for (per_qos, parent) in [(true, "berth/besteffort/podu1"), (false, "")] {
+        let n = node_with(CgroupsConfig {
+            cgroups_per_qos: per_qos,
+            allocatable: crate::cgroups::allocatable::NodeAllocatableConfig {
+                enforce: if per_qos { vec!["pods".into()] } else { vec![] },
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .await;
+        let p = pod(json!({"containers": [busybox("app")]}));
+        n.worker().sync(&p).await;
+        let sandbox = n.rt.list_sandboxes(&Filter::default()).await.unwrap()[0]
+            .id
+            .clone();
+        let cfg = n.rt.sandbox_config(&sandbox).unwrap();
+        assert_eq!(cfg.cgroup_parent, parent, "--cgroups-per-qos={per_qos}");
+        let pod_cgroup = n.dir.path().join("cgroup/berth/besteffort/podu1");
+        assert_eq!(pod_cgroup.is_dir(), per_qos, "--cgroups-per-qos={per_qos}");
+        assert_eq!(n.phase(), "Running");
+    }
 }

@@ -1,13 +1,15 @@
 //! The CPU Manager (upstream's `pkg/kubelet/cm/cpumanager`):
 //! `--cpu-manager-policy none` leaves CPUs to the kernel's scheduler;
 //! `static` gives containers of Guaranteed pods with integer CPU requests
-//! exclusive CPUs (`policy_static.rs`), every other container the shared pool,
+//! exclusive CPUs (`policy_static.rs`; admitted by the Topology Manager, for
+//! which `hints.rs` is the CPU hint provider), every other container the shared pool,
 //! and keeps both in a checkpoint (`state.rs`) so an agent restart keeps
 //! them. Cpusets reach containers through CRI: at creation, and for the
 //! shared pool, which shrinks and grows as exclusive sets come and go, by
 //! `UpdateContainerResources` in the reconcile loop
 //! (`--cpu-manager-reconcile-period`, 10 s, and right after a change).
 
+mod hints;
 pub mod policy_static;
 pub mod state;
 
@@ -18,13 +20,11 @@ use std::time::Duration;
 
 pub use berth_topology::cpuset::CpuSet;
 use berth_topology::machine::Machine;
-use k8s_openapi::api::core::v1::Pod;
 use tracing::{info, warn};
 
 use self::policy_static::StaticPolicy;
 use self::state::State;
 use crate::agent::podspec::{LABEL_CONTAINER_NAME, LABEL_POD_UID};
-use crate::cgroups::Qos;
 use crate::runtime::{ContainerState, Filter, LinuxResources, Runtime};
 
 /// The checkpoint's file name under the agent's directory (upstream's).
@@ -199,41 +199,13 @@ impl CpuManager {
         }
     }
 
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// The machine's CPU and NUMA topology.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
     }
 
-    /// The pod's admission: exclusive CPUs for the containers that get them;
-    /// the rejection's reason and message otherwise.
-    pub fn admit(&self, pod: &Pod, qos: Qos) -> Option<(String, String)> {
-        let Policy::Static(p) = &self.policy else {
-            return None;
-        };
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let spec = pod.spec.as_ref()?;
-        let init = spec.init_containers.as_deref().unwrap_or_default();
-        let mut inner = self.lock();
-        let before = inner.state.clone();
-        match p.allocate_pod(
-            &self.machine,
-            &mut inner.state,
-            uid,
-            qos,
-            init,
-            &spec.containers,
-        ) {
-            Ok(()) => {
-                if inner.state != before {
-                    self.save(&inner.state);
-                    self.changed.notify_one();
-                }
-                None
-            }
-            Err(e) => Some((
-                ADMISSION_REASON.into(),
-                format!("Allocate failed due to {e}, which is unexpected"),
-            )),
-        }
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     /// The cpuset container `name` of pod `uid` runs on: its exclusive CPUs,

@@ -1,16 +1,14 @@
 //! The static policy's decisions (upstream's `policy_static.go`), pure over
-//! the state: which containers get exclusive CPUs (those of Guaranteed pods
-//! with an integer CPU request), which CPUs they get (whole sockets, then
-//! whole cores, then threads, never the reserved ones; CPUs of the pod's init
-//! containers are reused by its later containers), and the pool left shared.
+//! the state: which CPUs a container gets (whole sockets, then whole cores,
+//! then threads, the Topology Manager's NUMA nodes first, never the reserved
+//! ones; `hints.rs` decides who gets any and what init CPUs are reused), and
+//! the pool left shared.
 
 use berth_topology::cpu_assignment::{check_full_pcpus, take_by_topology};
 use berth_topology::cpuset::CpuSet;
 use berth_topology::machine::Machine;
-use k8s_openapi::api::core::v1::Container;
 
 use super::state::State;
-use crate::cgroups::Qos;
 
 /// The static policy's settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,33 +18,6 @@ pub struct StaticPolicy {
     pub reserved: CpuSet,
     /// `full-pcpus-only`: exclusive CPUs come in whole cores.
     pub full_pcpus_only: bool,
-}
-
-/// How many exclusive CPUs `c` gets: its CPU request when the pod is
-/// Guaranteed and the request a whole number of CPUs, else 0 (shared pool).
-pub fn guaranteed_cpus(qos: Qos, c: &Container) -> usize {
-    if qos != Qos::Guaranteed {
-        return 0;
-    }
-    let Some(q) = c
-        .resources
-        .as_ref()
-        .and_then(|r| r.requests.as_ref()?.get("cpu"))
-    else {
-        return 0;
-    };
-    let Ok(q) = berth_api::quantity::Quantity::parse(&q.0) else {
-        return 0;
-    };
-    let milli = q.milli_value();
-    if milli <= 0 || milli % 1000 != 0 {
-        return 0;
-    }
-    usize::try_from(milli / 1000).unwrap_or(0)
-}
-
-fn is_restartable_init(c: &Container) -> bool {
-    c.restart_policy.as_deref() == Some("Always")
 }
 
 /// Why a pod's CPUs cannot be allocated (upstream's texts).
@@ -60,71 +31,74 @@ pub enum AllocateError {
     SmtAlignment(String),
 }
 
+impl AllocateError {
+    /// The pod's rejection: upstream's `SMTAlignmentError` reason for
+    /// full-pcpus-only, `UnexpectedAdmissionError` for the rest.
+    pub fn rejection(&self) -> (String, String) {
+        match self {
+            AllocateError::SmtAlignment(m) => (
+                berth_topology::cpu_assignment::SMT_ALIGNMENT_ERROR.into(),
+                m.clone(),
+            ),
+            e => (
+                super::ADMISSION_REASON.into(),
+                format!("Allocate failed due to {e}, which is unexpected"),
+            ),
+        }
+    }
+}
+
 impl StaticPolicy {
-    /// Allocates exclusive CPUs for every container of `pod` that gets them,
-    /// into `state`; containers that have CPUs already keep them. All or
-    /// nothing: on error `state` is unchanged.
-    pub fn allocate_pod(
-        &self,
-        m: &Machine,
-        state: &mut State,
-        pod_uid: &str,
-        qos: Qos,
-        init: &[Container],
-        containers: &[Container],
-    ) -> Result<(), AllocateError> {
-        let mut next = state.clone();
-        // Regular init containers run one at a time before the app
-        // containers: what they held is reusable by the containers after them.
-        let mut reusable = CpuSet::new();
-        for c in init {
-            let got = self.allocate(m, &mut next, pod_uid, qos, c, &reusable)?;
-            if !is_restartable_init(c) {
-                reusable = reusable.union(&got);
-            } else {
-                reusable = reusable.difference(&got);
-            }
-        }
-        for c in containers {
-            let got = self.allocate(m, &mut next, pod_uid, qos, c, &reusable)?;
-            reusable = reusable.difference(&got);
-        }
-        *state = next;
-        Ok(())
+    /// What a container may take: the shared pool less the reserved CPUs,
+    /// and the `reusable` CPUs of the pod's init containers.
+    pub fn available(&self, state: &State, reusable: &CpuSet) -> CpuSet {
+        state.default_set.difference(&self.reserved).union(reusable)
     }
 
-    /// One container's CPUs (empty for the shared pool).
-    fn allocate(
+    /// Container `name`'s `n` exclusive CPUs (empty for the shared pool, n = 0),
+    /// as many as fit from `preferred` (the Topology Manager's NUMA nodes) first.
+    #[allow(clippy::too_many_arguments)]
+    pub fn allocate(
         &self,
         m: &Machine,
         state: &mut State,
         pod_uid: &str,
-        qos: Qos,
-        c: &Container,
+        name: &str,
+        n: usize,
         reusable: &CpuSet,
+        preferred: Option<&CpuSet>,
     ) -> Result<CpuSet, AllocateError> {
-        if let Some(s) = state.assigned(pod_uid, &c.name) {
+        if let Some(s) = state.assigned(pod_uid, name) {
             return Ok(s.clone());
         }
-        let n = guaranteed_cpus(qos, c);
         if n == 0 {
             return Ok(CpuSet::new());
         }
-        let available = state.default_set.difference(&self.reserved).union(reusable);
+        let available = self.available(state, reusable);
         if self.full_pcpus_only {
             check_full_pcpus(m, &available, n)
                 .map_err(|e| AllocateError::SmtAlignment(e.to_string()))?;
         }
-        let got = take_by_topology(m, &available, n).map_err(|_| AllocateError::NotEnough {
+        let not_enough = |_| AllocateError::NotEnough {
             requested: n,
             available: available.len(),
-        })?;
+        };
+        // Upstream's allocateCPUs: the aligned CPUs first, the rest after.
+        let mut got = CpuSet::new();
+        if let Some(aligned) = preferred.map(|p| available.intersection(p)) {
+            got = take_by_topology(m, &aligned, n.min(aligned.len())).map_err(not_enough)?;
+        }
+        if got.len() < n {
+            let rest = take_by_topology(m, &available.difference(&got), n - got.len())
+                .map_err(not_enough)?;
+            got = got.union(&rest);
+        }
         state.default_set = state.default_set.difference(&got);
         state
             .assignments
             .entry(pod_uid.to_string())
             .or_default()
-            .insert(c.name.clone(), got.clone());
+            .insert(name.to_string(), got.clone());
         Ok(got)
     }
 

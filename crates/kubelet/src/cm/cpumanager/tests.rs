@@ -3,11 +3,15 @@
 //! on the fake runtime.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
 
 use berth_topology::machine::FakeSysfs;
 use serde_json::json;
 
 use super::*;
+use crate::cgroups::Qos;
 use crate::runtime::fake::FakeRuntime;
 use crate::testutil::TempDir;
 
@@ -40,6 +44,17 @@ fn pod(uid: &str, init: &[(&str, &str)], containers: &[(&str, &str)]) -> Pod {
     .unwrap()
 }
 
+/// Admission as the agent does it (the Topology Manager, policy none).
+fn admit(m: &Arc<CpuManager>, pod: &Pod, qos: Qos) -> Option<(String, String)> {
+    let tm = crate::cm::topologymanager::Manager::new(
+        Default::default(),
+        m.machine().numa.clone(),
+        m.clone(),
+    )
+    .unwrap();
+    tm.admit(pod, qos)
+}
+
 fn set(m: &CpuManager, uid: &str, name: &str) -> String {
     m.container_cpuset(uid, name)
         .map(|s| s.to_string())
@@ -49,7 +64,7 @@ fn set(m: &CpuManager, uid: &str, name: &str) -> String {
 #[test]
 fn static_policy_packs_exclusive_cpus_and_shrinks_the_shared_pool() {
     let dir = TempDir::new("cpumanager");
-    let m = CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap();
+    let m = Arc::new(CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap());
     // (pod, its containers' CPUs, QoS, admitted, the container's cpuset, the shared pool after)
     let cases: [(&str, &str, Qos, bool, &str, &str); 6] = [
         // Whole cores from the socket with fewest free CPUs (0 is reserved).
@@ -64,12 +79,12 @@ fn static_policy_packs_exclusive_cpus_and_shrinks_the_shared_pool() {
         ("f", "1", Qos::Guaranteed, false, "0", "0"),
     ];
     for (uid, cpu, qos, admitted, cpus, shared) in cases {
-        let refused = m.admit(&pod(uid, &[], &[("app", cpu)]), qos);
+        let refused = admit(&m, &pod(uid, &[], &[("app", cpu)]), qos);
         assert_eq!(refused.is_none(), admitted, "{uid}: {refused:?}");
         assert_eq!(set(&m, uid, "app"), cpus, "{uid}");
         assert_eq!(m.state().default_set.to_string(), shared, "{uid}");
     }
-    let refused = m.admit(&pod("f", &[], &[("app", "1")]), Qos::Guaranteed);
+    let refused = admit(&m, &pod("f", &[], &[("app", "1")]), Qos::Guaranteed);
     assert_eq!(
         refused,
         Some((
@@ -78,10 +93,7 @@ fn static_policy_packs_exclusive_cpus_and_shrinks_the_shared_pool() {
         ))
     );
     // Admission again (every sync) keeps what a pod has.
-    assert!(
-        m.admit(&pod("a", &[], &[("app", "2")]), Qos::Guaranteed)
-            .is_none()
-    );
+    assert!(admit(&m, &pod("a", &[], &[("app", "2")]), Qos::Guaranteed).is_none());
     assert_eq!(set(&m, "a", "app"), "1-2");
     // A finished pod's CPUs go back to the pool.
     m.remove_pod("b");
@@ -92,9 +104,9 @@ fn static_policy_packs_exclusive_cpus_and_shrinks_the_shared_pool() {
 #[test]
 fn init_containers_cpus_are_reused_and_a_sidecars_are_not() {
     let dir = TempDir::new("cpumanager");
-    let m = CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap();
+    let m = Arc::new(CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap());
     let p = pod("p", &[("setup", "2")], &[("app", "2")]);
-    assert!(m.admit(&p, Qos::Guaranteed).is_none());
+    assert!(admit(&m, &p, Qos::Guaranteed).is_none());
     assert_eq!(set(&m, "p", "setup"), "1-2");
     assert_eq!(
         set(&m, "p", "app"),
@@ -107,14 +119,18 @@ fn init_containers_cpus_are_reused_and_a_sidecars_are_not() {
     if let Some(init) = s.spec.as_mut().and_then(|s| s.init_containers.as_mut()) {
         init[0].restart_policy = Some("Always".into());
     }
-    assert!(m.admit(&s, Qos::Guaranteed).is_none());
+    assert!(admit(&m, &s, Qos::Guaranteed).is_none());
     let (proxy, app) = (set(&m, "s", "proxy"), set(&m, "s", "app"));
     assert_ne!(proxy, app, "a sidecar runs beside the app: {proxy} {app}");
     // All or nothing: a pod that does not fit leaves the state as it was.
     let before = m.state();
     assert!(
-        m.admit(&pod("big", &[], &[("a", "2"), ("b", "9")]), Qos::Guaranteed)
-            .is_some()
+        admit(
+            &m,
+            &pod("big", &[], &[("a", "2"), ("b", "9")]),
+            Qos::Guaranteed
+        )
+        .is_some()
     );
     assert_eq!(m.state(), before);
 }
@@ -124,15 +140,15 @@ fn full_pcpus_only_takes_whole_cores_on_smt_machines() {
     let dir = TempDir::new("cpumanager");
     let mut cfg = static_cfg("0,8");
     cfg.full_pcpus_only = true;
-    let m = CpuManager::new(cfg, machine(2), dir.path()).unwrap();
-    let refused = m.admit(&pod("odd", &[], &[("app", "1")]), Qos::Guaranteed);
+    let m = Arc::new(CpuManager::new(cfg, machine(2), dir.path()).unwrap());
+    let refused = admit(&m, &pod("odd", &[], &[("app", "1")]), Qos::Guaranteed);
     let (reason, msg) = refused.unwrap();
-    assert_eq!(reason, "UnexpectedAdmissionError");
-    assert!(msg.contains("SMT"), "{msg}");
-    assert!(
-        m.admit(&pod("even", &[], &[("app", "2")]), Qos::Guaranteed)
-            .is_none()
+    assert_eq!(reason, "SMTAlignmentError");
+    assert_eq!(
+        msg,
+        "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2"
     );
+    assert!(admit(&m, &pod("even", &[], &[("app", "2")]), Qos::Guaranteed).is_none());
     // CPU n and n+8 are one core's threads on this machine.
     let got: CpuSet = set(&m, "even", "app").parse().unwrap();
     let ids: Vec<usize> = got.iter().collect();
@@ -144,18 +160,15 @@ fn full_pcpus_only_takes_whole_cores_on_smt_machines() {
 fn the_checkpoint_keeps_assignments_across_restarts_and_refuses_a_changed_policy() {
     let dir = TempDir::new("cpumanager");
     {
-        let m = CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap();
-        assert!(
-            m.admit(&pod("a", &[], &[("app", "2")]), Qos::Guaranteed)
-                .is_none()
-        );
+        let m = Arc::new(CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap());
+        assert!(admit(&m, &pod("a", &[], &[("app", "2")]), Qos::Guaranteed).is_none());
     }
     let text = std::fs::read_to_string(dir.path().join(CHECKPOINT_FILE)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["policyName"], "static");
     assert_eq!(v["defaultCpuSet"], "0,3-7");
     assert_eq!(v["entries"]["a"]["app"], "1-2");
-    let m = CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap();
+    let m = Arc::new(CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap());
     assert_eq!(set(&m, "a", "app"), "1-2");
     drop(m);
     let err = CpuManager::new(CpuManagerConfig::default(), machine(1), dir.path())
@@ -199,7 +212,7 @@ fn the_static_policy_needs_reserved_cpus() {
         reserved_cpu_millis: 1500,
         ..cfg
     };
-    let m = CpuManager::new(cfg, machine(1), dir.path()).unwrap();
+    let m = Arc::new(CpuManager::new(cfg, machine(1), dir.path()).unwrap());
     let Policy::Static(p) = m.policy() else {
         panic!("static")
     };
@@ -214,7 +227,7 @@ fn the_static_policy_needs_reserved_cpus() {
 #[tokio::test]
 async fn reconcile_sends_changed_cpusets_and_drops_stale_pods() {
     let dir = TempDir::new("cpumanager");
-    let m = CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap();
+    let m = Arc::new(CpuManager::new(static_cfg("0"), machine(1), dir.path()).unwrap());
     let rt = FakeRuntime::new();
     rt.add_image("busybox");
     let sandbox = rt
@@ -248,10 +261,7 @@ async fn reconcile_sends_changed_cpusets_and_drops_stale_pods() {
         updates(&rt),
         [format!("update_container_resources {id} cpuset=0-7")]
     );
-    assert!(
-        m.admit(&pod("g", &[], &[("app", "4")]), Qos::Guaranteed)
-            .is_none()
-    );
+    assert!(admit(&m, &pod("g", &[], &[("app", "4")]), Qos::Guaranteed).is_none());
     let live = || HashSet::from(["g".to_string()]);
     m.reconcile(&rt, Some(&live)).await;
     assert_eq!(
@@ -271,10 +281,7 @@ async fn reconcile_sends_changed_cpusets_and_drops_stale_pods() {
 #[test]
 fn the_none_policy_sets_no_cpusets() {
     let dir = TempDir::new("cpumanager");
-    let m = CpuManager::new(CpuManagerConfig::default(), machine(1), dir.path()).unwrap();
-    assert!(
-        m.admit(&pod("a", &[], &[("app", "2")]), Qos::Guaranteed)
-            .is_none()
-    );
+    let m = Arc::new(CpuManager::new(CpuManagerConfig::default(), machine(1), dir.path()).unwrap());
+    assert!(admit(&m, &pod("a", &[], &[("app", "2")]), Qos::Guaranteed).is_none());
     assert_eq!(m.container_cpuset("a", "app"), None);
 }

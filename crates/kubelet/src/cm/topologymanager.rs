@@ -1,0 +1,153 @@
+//! The Topology Manager in the agent's pod admission (upstream's
+//! `pkg/kubelet/cm/topologymanager` admit handler), over `berth-topology`'s
+//! policies and scopes: `--topology-manager-policy none|best-effort|
+//! restricted|single-numa-node`, `--topology-manager-scope container|pod`,
+//! `--topology-manager-policy-options` (`prefer-closest-numa-nodes`,
+//! `max-allowable-numa-nodes`; no 8-node limit unless that is set). The CPU
+//! Manager is its hint provider (`cpumanager/hints.rs`); a rejected pod
+//! ends Failed with `TopologyAffinityError` and `Resources cannot be
+//! allocated with Topology locality`, and what it was given is released.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use berth_topology::provider::{ContainerResources, HintProvider, PodResources, QosClass};
+use berth_topology::{NumaInfo, PolicyError, TopologyManager, new_policy};
+pub use berth_topology::{PolicyOptions, Scope};
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::cpumanager::CpuManager;
+use crate::cgroups::Qos;
+
+/// The Topology Manager's flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologyManagerConfig {
+    pub policy: String,
+    pub scope: Scope,
+    pub options: PolicyOptions,
+}
+
+impl Default for TopologyManagerConfig {
+    fn default() -> Self {
+        TopologyManagerConfig {
+            policy: berth_topology::policy::POLICY_NONE.into(),
+            scope: Scope::Container,
+            options: PolicyOptions::default(),
+        }
+    }
+}
+
+pub struct Manager {
+    cfg: TopologyManagerConfig,
+    numa: NumaInfo,
+    cpus: Arc<CpuManager>,
+    /// Pods are admitted one at a time, as by upstream's sync loop: two
+    /// pods' hints computed from the same free CPUs would both be granted.
+    admitting: Mutex<()>,
+}
+
+fn milli(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
+    berth_api::quantity::Quantity::parse(&q.0).map_or(0, |q| q.milli_value())
+}
+
+fn container(c: &Container, sidecar: bool) -> ContainerResources {
+    let list =
+        |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            m.map(|m| m.iter().map(|(k, v)| (k.clone(), milli(v))).collect())
+                .unwrap_or_default()
+        };
+    let r = c.resources.as_ref();
+    ContainerResources {
+        name: c.name.clone(),
+        requests: list(r.and_then(|r| r.requests.as_ref())),
+        limits: list(r.and_then(|r| r.limits.as_ref())),
+        sidecar,
+    }
+}
+
+/// The pod as the hint providers see it.
+pub fn pod_resources(pod: &Pod, qos: Qos) -> PodResources {
+    let spec = pod.spec.clone().unwrap_or_default();
+    PodResources {
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        qos: match qos {
+            Qos::Guaranteed => QosClass::Guaranteed,
+            Qos::Burstable => QosClass::Burstable,
+            Qos::BestEffort => QosClass::BestEffort,
+        },
+        init_containers: spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| container(c, c.restart_policy.as_deref() == Some("Always")))
+            .collect(),
+        containers: spec
+            .containers
+            .iter()
+            .map(|c| container(c, false))
+            .collect(),
+    }
+}
+
+impl Manager {
+    /// Checks the policy against this machine's NUMA nodes (upstream refuses
+    /// to start on a machine with more nodes than `max-allowable-numa-nodes`).
+    pub fn new(
+        cfg: TopologyManagerConfig,
+        numa: NumaInfo,
+        cpus: Arc<CpuManager>,
+    ) -> Result<Manager, PolicyError> {
+        new_policy(&cfg.policy, numa.clone(), cfg.options.clone())?;
+        Ok(Manager {
+            cfg,
+            numa,
+            cpus,
+            admitting: Mutex::new(()),
+        })
+    }
+
+    /// Admits the pod: None, or the rejection's reason and message. A
+    /// rejected pod's CPUs are released (admission is all or nothing).
+    pub fn admit(&self, pod: &Pod, qos: Qos) -> Option<(String, String)> {
+        let policy = match new_policy(
+            &self.cfg.policy,
+            self.numa.clone(),
+            self.cfg.options.clone(),
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                return Some((
+                    berth_topology::provider::TOPOLOGY_AFFINITY_ERROR.into(),
+                    e.to_string(),
+                ));
+            }
+        };
+        let providers: Vec<Arc<dyn HintProvider>> = vec![self.cpus.clone()];
+        let tm = TopologyManager {
+            policy,
+            scope: self.cfg.scope,
+            providers,
+        };
+        let resources = pod_resources(pod, qos);
+        let _one_at_a_time = self
+            .admitting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A pod readmitted after an agent restart keeps what it holds.
+        let held = self.cpus.state().assignments.contains_key(&resources.uid);
+        match tm.admit(&resources) {
+            Ok(_) => None,
+            Err(e) => {
+                if !held {
+                    self.cpus.remove_pod(&resources.uid);
+                }
+                Some((e.reason, e.message))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
