@@ -157,15 +157,7 @@ fn pod_qos_and_root_cgroups_carry_the_computed_values() {
     let s = Server::start_with_agent_args("cgroups", &args);
     let fs = Fs::here();
     // The Node registers once containerd and the local images are ready.
-    wait_until(Duration::from_secs(90), "node Ready", || {
-        let out = s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ]);
-        stdout(&out) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(90));
 
     // The root cgroup: capacity − kube-reserved − system-reserved (no eviction threshold).
     let node = get(

@@ -67,14 +67,7 @@ fn phase(s: &Server, pod: &str) -> String {
 #[test]
 fn sample_device_plugin() {
     let s = Server::start_with_agent("devplugin");
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        stdout(&s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ])) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(60));
     let mut plugin = Plugin::start(&s, &["--devices", "2"]);
     wait_until(
         Duration::from_secs(40),

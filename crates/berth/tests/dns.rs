@@ -563,15 +563,7 @@ fn agent_server(tag: &str, extra: &[&str]) -> Server {
     let mut args = vec!["--cluster-dns-upstream", upstream.as_str()];
     args.extend_from_slice(extra);
     let s = Server::start_with_agent_args(tag, &args);
-    wait_for("node Ready", Duration::from_secs(90), || {
-        let out = s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ]);
-        String::from_utf8_lossy(&out.stdout) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(90));
     s
 }
 

@@ -23,12 +23,6 @@ fn node_condition(s: &Server, type_: &str, field: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn wait_ready(s: &Server) {
-    wait_until(Duration::from_secs(90), "node Ready", || {
-        node_condition(s, "Ready", "status") == "True"
-    });
-}
-
 fn jsonpath(s: &Server, pod: &str, path: &str) -> String {
     let out = s.kubectl(&["get", "pod", pod, "-o", &format!("jsonpath={path}")]);
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -85,7 +79,7 @@ fn memory_pressure_evicts_besteffort_then_burstable_and_guaranteed_survives() {
     // first server, then the threshold set on a second one `budget` below it.
     let baseline = {
         let s = Server::start_with_agent("evict-probe");
-        wait_ready(&s);
+        s.wait_node_ready(Duration::from_secs(90));
         std::thread::sleep(Duration::from_secs(3));
         memory_available(&s)
     };
@@ -105,7 +99,7 @@ fn memory_pressure_evicts_besteffort_then_burstable_and_guaranteed_survives() {
             "20s",
         ],
     );
-    wait_ready(&s);
+    s.wait_node_ready(Duration::from_secs(90));
     // How far the node is from the threshold now: the pods are sized from it,
     // so what other processes on this machine use moves both alike.
     let d = memory_available(&s) - threshold_mi * MI;
@@ -267,7 +261,7 @@ impl Drop for Stopped {
 #[test]
 fn container_runtime_down_makes_the_node_not_ready() {
     let s = Server::start_with_agent("runtime-down");
-    wait_ready(&s);
+    s.wait_node_ready(Duration::from_secs(90));
     let pid = containerd_pid(&s.data_dir);
     // Killing it is not enough: the agent restarts it within a second or two.
     // Stopped, it keeps its socket but answers nothing: CRI calls time out.

@@ -50,14 +50,7 @@ fn in_cluster_clients_use_the_pod_token_and_obey_rbac() {
     let started = Instant::now();
     // Not loopback: the service proxy DNATs 10.43.0.1:443 to the advertised address.
     let s = Server::start_with_agent_args("incluster", &["--bind-address", "0.0.0.0"]);
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        stdout(&s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ])) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(60));
     import_kubectl_image(&s);
     for ns in [NS, OTHER] {
         s.k(&["create", "namespace", ns]);

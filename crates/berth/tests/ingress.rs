@@ -974,15 +974,7 @@ fn busybox_httpd_pods_through_an_agent_node() {
         ],
     );
     let _cleanup = PodCleanup(&s, &agent);
-    wait_until_for(Duration::from_secs(90), "node Ready", || {
-        let out = s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ]);
-        stdout(&out) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(90));
     apply(&s, CLASS);
     apply(&s, PODS);
     let deadline = Instant::now() + Duration::from_secs(90);

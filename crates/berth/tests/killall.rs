@@ -115,14 +115,7 @@ fn http_ok(ip: &str) -> bool {
 /// A server with its node agent, Ready, running [`web`] with `body`; the pod's IP.
 fn start_web(tag: &str, body: &str) -> (Server, String) {
     let s = Server::start_with_agent(tag);
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        stdout(&s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ])) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(60));
     let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&web(body)));
     assert!(out.status.success(), "{}", common::stderr(&out));
     wait_until(Duration::from_secs(60), "pod web Running", || {

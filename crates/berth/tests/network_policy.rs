@@ -97,13 +97,7 @@ fn expect(s: &Server, what: &str, to: &str, cases: &[(&str, &str, u16, bool)]) {
 fn network_policies_on_a_real_node() {
     let started = Instant::now();
     let s = Server::start_with_agent("netpol");
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        get(
-            &s,
-            &["nodes"],
-            "{.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(60));
     wait_until(Duration::from_secs(20), "the policy table", || {
         table().contains("chain ingress")
     });

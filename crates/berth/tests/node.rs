@@ -17,15 +17,7 @@ fn agent_server(tag: &str) -> (Server, std::sync::MutexGuard<'static, ()>) {
     let guard = ONE_AGENT.lock().unwrap_or_else(|e| e.into_inner());
     let s = Server::start_with_agent(tag);
     // The Node registers once containerd and the local images are ready.
-    wait_until(Duration::from_secs(60), "node Ready", || {
-        let out = s.kubectl(&[
-            "get",
-            "nodes",
-            "-o",
-            "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
-        ]);
-        String::from_utf8_lossy(&out.stdout) == "True"
-    });
+    s.wait_node_ready(Duration::from_secs(60));
     (s, guard)
 }
 

@@ -14,15 +14,6 @@ use common::{Server, wait_until};
 
 const VICTIM: &str = "berth.local/gc-victim:1";
 
-fn node_condition(s: &Server, type_: &str) -> String {
-    s.k(&[
-        "get",
-        "nodes",
-        "-o",
-        &format!("jsonpath={{.items[0].status.conditions[?(@.type==\"{type_}\")].status}}"),
-    ])
-}
-
 fn image_names(s: &Server) -> Vec<String> {
     s.ctr(&["images", "ls", "-q"])
         .lines()
@@ -52,7 +43,7 @@ fn disk_pressure_reclaims_dead_containers_and_unused_images_before_evicting() {
         ],
     );
     wait_until(Duration::from_secs(60), "node DiskPressure", || {
-        node_condition(&s, "Ready") == "True" && node_condition(&s, "DiskPressure") == "True"
+        s.node_condition("Ready") == "True" && s.node_condition("DiskPressure") == "True"
     });
     let node = s.k(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]);
 

@@ -276,6 +276,21 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The status of condition `type_` on the first Node; empty while no
+    /// Node has registered (a failed kubectl is not a failure here).
+    pub fn node_condition(&self, type_: &str) -> String {
+        let path =
+            format!("jsonpath={{.items[0].status.conditions[?(@.type==\"{type_}\")].status}}");
+        stdout(&self.kubectl(&["get", "nodes", "-o", &path]))
+    }
+
+    /// Waits until the first Node registers and reports Ready=True.
+    pub fn wait_node_ready(&self, limit: Duration) {
+        wait_until(limit, "node Ready", || {
+            self.node_condition("Ready") == "True"
+        });
+    }
+
     /// `ctr` against the agent's containerd (namespace `k8s.io`), which must
     /// succeed; returns stdout.
     pub fn ctr(&self, args: &[&str]) -> String {
