@@ -52,6 +52,10 @@ struct SampleArgs {
     /// The extended resource advertised.
     #[arg(long, default_value = "example.com/sample")]
     resource_name: String,
+    /// Each device's NUMA node, in order (`1,0`: sample-0 on node 1, sample-1
+    /// on node 0; -1: no topology). Devices past the list have none.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    numa_nodes: Vec<i64>,
 }
 
 pub async fn run(args: DevicePluginArgs) -> Result<()> {
@@ -60,7 +64,7 @@ pub async fn run(args: DevicePluginArgs) -> Result<()> {
             let dir = plugins_dir(&a.common.data_dir.join("agent"));
             // One socket per resource, so plugins of different names coexist.
             let endpoint = format!("berth-{}.sock", a.resource_name.replace('/', "_"));
-            let source = Sample::new(&dir, a.devices, a.resource_name)?;
+            let source = Sample::new(&dir, a.devices, a.resource_name)?.with_numa(a.numa_nodes);
             plugin::run(dir, endpoint, source)
                 .await
                 .map_err(anyhow::Error::msg)
@@ -85,6 +89,7 @@ fn device(id: String) -> pb::Device {
 struct Sample {
     resource: String,
     ids: Vec<String>,
+    numa: Vec<i64>,
     files: PathBuf,
 }
 
@@ -101,8 +106,14 @@ impl Sample {
         Ok(Sample {
             resource,
             ids,
+            numa: Vec::new(),
             files,
         })
+    }
+
+    fn with_numa(mut self, numa: Vec<i64>) -> Sample {
+        self.numa = numa;
+        self
     }
 }
 
@@ -112,7 +123,20 @@ impl DeviceSource for Sample {
     }
 
     fn devices(&self) -> Vec<pb::Device> {
-        self.ids.iter().cloned().map(device).collect()
+        self.ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| pb::Device {
+                topology: self
+                    .numa
+                    .get(i)
+                    .filter(|n| **n >= 0)
+                    .map(|n| pb::TopologyInfo {
+                        nodes: vec![pb::NumaNode { id: *n }],
+                    }),
+                ..device(id.clone())
+            })
+            .collect()
     }
 
     fn allocate(&self, ids: &[String]) -> Result<pb::ContainerAllocateResponse, String> {
@@ -233,8 +257,13 @@ mod tests {
     #[test]
     fn sample_allocation_gives_env_and_mounts() {
         let dir = std::env::temp_dir().join(format!("berth-sample-{}", std::process::id()));
-        let s = Sample::new(&dir, 2, "example.com/sample".into()).expect("sample");
-        assert_eq!(s.devices().len(), 2);
+        let s = Sample::new(&dir, 2, "example.com/sample".into())
+            .expect("sample")
+            .with_numa(vec![-1, 1]);
+        let devices = s.devices();
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[0].topology, None);
+        assert_eq!(devices[1].topology.as_ref().map(|t| t.nodes[0].id), Some(1));
         let r = s.allocate(&["sample-1".into()]).expect("allocate");
         assert_eq!(
             r.envs.get("SAMPLE_DEVICES").map(String::as_str),

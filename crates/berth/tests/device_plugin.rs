@@ -174,6 +174,78 @@ fn sample_device_plugin() {
     plugin.stop();
 }
 
+/// The Topology Manager with the Device Manager as hint provider, on this
+/// one-NUMA-node machine: the plugin puts sample-0 on node 1 (a node this
+/// machine lacks, as a device behind another socket) and sample-1 on node 0.
+/// Under `restricted` a pod gets sample-1, though the unaligned sample-0
+/// sorts first; the next pod could only get sample-0 and is rejected with
+/// upstream's TopologyAffinityError. (`single-numa-node` would admit with no
+/// affinity here, as upstream: on one node the only mask is the default one.)
+#[test]
+fn restricted_gives_the_aligned_device_and_rejects_an_unaligned_one() {
+    let s = Server::start_with_agent_args("devtopo", &["--topology-manager-policy", "restricted"]);
+    s.wait_node_ready(Duration::from_secs(60));
+    let mut plugin = Plugin::start(&s, &["--devices", "2", "--numa-nodes", "1,0"]);
+    wait_until(
+        Duration::from_secs(40),
+        "example.com/sample: 2 allocatable",
+        || node_resource(&s, "allocatable") == "2",
+    );
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(&pod("aligned", 1)));
+    wait_until(Duration::from_secs(90), "aligned started", || {
+        matches!(phase(&s, "aligned").as_str(), "Running" | "Failed")
+    });
+    let aligned = s.k(&["get", "pod", "aligned", "-o", "jsonpath={.status}"]);
+    let logs = stdout(&s.kubectl(&["logs", "aligned"]));
+    assert_eq!(phase(&s, "aligned"), "Running", "{aligned}\n{logs}");
+    wait_until(Duration::from_secs(30), "aligned's device", || {
+        stdout(&s.kubectl(&["logs", "aligned"])).contains("devices=sample-1")
+    });
+
+    s.kubectl_stdin(&["apply", "-f", "-"], Some(&pod("unaligned", 1)));
+    wait_until(Duration::from_secs(60), "unaligned Failed", || {
+        phase(&s, "unaligned") == "Failed"
+    });
+    let status = |field: &str| {
+        stdout(&s.kubectl(&[
+            "get",
+            "pod",
+            "unaligned",
+            "-o",
+            &format!("jsonpath={{.status.{field}}}"),
+        ]))
+    };
+    assert_eq!(status("reason"), "TopologyAffinityError");
+    assert_eq!(
+        status("message"),
+        "Pod was rejected: Resources cannot be allocated with Topology locality"
+    );
+    // Nothing stays reserved for the rejected pod: the checkpoint holds only
+    // the aligned pod's device.
+    let cp = std::fs::read_to_string(
+        s.data_dir
+            .join("agent/device-plugins/kubelet_internal_checkpoint"),
+    )
+    .expect("checkpoint");
+    let cp: serde_json::Value = serde_json::from_str(&cp).expect("checkpoint json");
+    let entries = cp["Data"]["PodDeviceEntries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entries.len(), 1, "{cp}");
+    assert_eq!(entries[0]["DeviceIDs"]["-1"], json!(["sample-1"]), "{cp}");
+
+    s.k(&[
+        "delete",
+        "pod",
+        "aligned",
+        "unaligned",
+        "--wait=true",
+        "--timeout=60s",
+    ]);
+    plugin.stop();
+}
+
 impl Plugin {
     fn start_in(s: &Server, args: &[&str], log: &str) -> Plugin {
         let log = std::fs::File::create(s.data_dir.join(log)).expect("plugin log");

@@ -226,17 +226,19 @@ impl Agent {
         crate::node::register(&client, &ncfg, &monitor.health()).await?;
         set_pod_cidr(&client, &cfg.node_name, &pod_cidr).await;
         let allocatable = crate::node::allocatable(&ncfg);
+        let cpus = Arc::new(start_cpu_manager(&cfg)?);
         let devices = crate::cm::devicemanager::DeviceManager::start(
             crate::cm::devicemanager::plugins_dir(&cfg.dir),
+            cpus.machine().numa.nodes.clone(),
         )
         .await
         .map_err(|e| Error::Runtime(e.to_string()))?;
-        let cpus = Arc::new(start_cpu_manager(&cfg)?);
         let topology = Arc::new(
             crate::cm::topologymanager::Manager::new(
                 cfg.topology_manager.clone(),
                 cpus.machine().numa.clone(),
                 cpus.clone(),
+                Some(devices.clone()),
             )
             .map_err(|e| Error::Runtime(format!("topology manager: {e}")))?,
         );

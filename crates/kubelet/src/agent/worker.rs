@@ -97,6 +97,10 @@ struct Worker {
     ips: Vec<String>,
     waiting: HashMap<String, (String, String)>,
     terminal: bool,
+    /// The admit handlers passed once: upstream admits a pod when it is
+    /// added (again after an agent restart), not at every sync, so a running
+    /// pod is never rejected because the node changed around it.
+    admitted: bool,
     sandbox_error: Option<String>,
     /// The pod's volumes as the volume manager has set them up.
     volumes: PodVolumes,
@@ -225,6 +229,7 @@ impl Worker {
             ips: Vec::new(),
             waiting: HashMap::new(),
             terminal: false,
+            admitted: false,
             sandbox_error: None,
             volumes: PodVolumes::default(),
             acted: false,
@@ -478,12 +483,17 @@ impl Worker {
             self.shared.statuses.retry_unsent(pod).await;
             return;
         }
-        if self.eviction_hook(pod).await
-            || self.security_admission(pod).await
-            || self.device_admission(pod).await
-            || self.topology_admission(pod).await
-        {
+        if self.eviction_hook(pod).await {
             return;
+        }
+        if !self.admitted {
+            if self.security_admission(pod).await
+                || self.topology_admission(pod).await
+                || self.device_admission(pod).await
+            {
+                return;
+            }
+            self.admitted = true;
         }
         match active_deadline_left(
             pod,

@@ -4,7 +4,8 @@
 //! restricted|single-numa-node`, `--topology-manager-scope container|pod`,
 //! `--topology-manager-policy-options` (`prefer-closest-numa-nodes`,
 //! `max-allowable-numa-nodes`; no 8-node limit unless that is set). The CPU
-//! Manager is its hint provider (`cpumanager/hints.rs`); a rejected pod
+//! and Device Managers are its hint providers (`cpumanager/hints.rs`,
+//! `devicemanager/hints.rs`); a rejected pod
 //! ends Failed with `TopologyAffinityError` and `Resources cannot be
 //! allocated with Topology locality`, and what it was given is released.
 
@@ -17,6 +18,7 @@ pub use berth_topology::{PolicyOptions, Scope};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::cpumanager::CpuManager;
+use super::devicemanager::DeviceManager;
 use crate::cgroups::Qos;
 
 /// The Topology Manager's flags.
@@ -41,6 +43,7 @@ pub struct Manager {
     cfg: TopologyManagerConfig,
     numa: NumaInfo,
     cpus: Arc<CpuManager>,
+    devices: Option<Arc<DeviceManager>>,
     /// Pods are admitted one at a time, as by upstream's sync loop: two
     /// pods' hints computed from the same free CPUs would both be granted.
     admitting: Mutex<()>,
@@ -98,12 +101,14 @@ impl Manager {
         cfg: TopologyManagerConfig,
         numa: NumaInfo,
         cpus: Arc<CpuManager>,
+        devices: Option<Arc<DeviceManager>>,
     ) -> Result<Manager, PolicyError> {
         new_policy(&cfg.policy, numa.clone(), cfg.options.clone())?;
         Ok(Manager {
             cfg,
             numa,
             cpus,
+            devices,
             admitting: Mutex::new(()),
         })
     }
@@ -124,7 +129,10 @@ impl Manager {
                 ));
             }
         };
-        let providers: Vec<Arc<dyn HintProvider>> = vec![self.cpus.clone()];
+        let mut providers: Vec<Arc<dyn HintProvider>> = vec![self.cpus.clone()];
+        if let Some(d) = &self.devices {
+            providers.push(d.clone());
+        }
         let tm = TopologyManager {
             policy,
             scope: self.cfg.scope,
@@ -140,8 +148,23 @@ impl Manager {
         match tm.admit(&resources) {
             Ok(_) => None,
             Err(e) => {
+                let hints: Vec<_> = tm
+                    .providers
+                    .iter()
+                    .map(|p| match self.cfg.scope {
+                        Scope::Pod => p.get_pod_topology_hints(&resources),
+                        Scope::Container => resources
+                            .all_containers()
+                            .flat_map(|c| p.get_topology_hints(&resources, c))
+                            .collect(),
+                    })
+                    .collect();
+                tracing::info!(pod = %resources.name, reason = %e.reason, ?hints, "Topology Manager rejected the pod");
                 if !held {
                     self.cpus.remove_pod(&resources.uid);
+                }
+                if let Some(d) = &self.devices {
+                    d.release_reservations(&resources.uid);
                 }
                 Some((e.reason, e.message))
             }

@@ -132,9 +132,10 @@ async fn node_with(cgroups_config: CgroupsConfig) -> Node {
     let (probes, _updates) = ProbeManager::new(prober, statuses.clone(), clock.clone());
     let (recorder, events) = crate::testutil::recorder();
     let objects = Arc::new(FakeObjects::default());
-    let devices = crate::cm::devicemanager::DeviceManager::start(dir.path().join("plugins"))
-        .await
-        .unwrap();
+    let devices =
+        crate::cm::devicemanager::DeviceManager::start(dir.path().join("plugins"), vec![0])
+            .await
+            .unwrap();
     let cpus = Arc::new(
         crate::cm::cpumanager::CpuManager::new(
             Default::default(),
@@ -177,13 +178,14 @@ async fn node_with(cgroups_config: CgroupsConfig) -> Node {
             apparmor_host_error: None,
             runtime: Default::default(),
         },
-        devices,
+        devices: devices.clone(),
         cpus: cpus.clone(),
         topology: Arc::new(
             crate::cm::topologymanager::Manager::new(
                 Default::default(),
                 cpus.machine().numa.clone(),
                 cpus,
+                Some(devices.clone()),
             )
             .unwrap(),
         ),

@@ -50,6 +50,7 @@ fn admit(m: &Arc<CpuManager>, pod: &Pod, qos: Qos) -> Option<(String, String)> {
         Default::default(),
         m.machine().numa.clone(),
         m.clone(),
+        None,
     )
     .unwrap();
     tm.admit(pod, qos)

@@ -7,9 +7,13 @@
 //! applies the plugin's envs, mounts, device nodes, annotations and CDI devices
 //! to the container's CRI config. Allocations are checkpointed in
 //! `kubelet_internal_checkpoint`, so an agent restart keeps them; plugins
-//! re-register when they see `kubelet.sock` re-created.
+//! re-register when they see `kubelet.sock` re-created. It is a hint provider
+//! of the Topology Manager (`hints.rs`): devices admitted with a NUMA
+//! affinity are reserved then, aligned ones first, and allocated from that
+//! reservation.
 
 pub mod endpoint;
+mod hints;
 pub mod plugin;
 pub mod pod_devices;
 pub mod registration;
@@ -77,6 +81,32 @@ struct ResourceState {
 struct State {
     resources: BTreeMap<String, ResourceState>,
     pod_devices: PodDevices,
+    /// Devices the Topology Manager's admission chose for a container, until
+    /// its plugin's Allocate: (pod UID, container) → resource → device IDs.
+    reserved: BTreeMap<(String, String), BTreeMap<String, Vec<String>>>,
+}
+
+impl State {
+    /// Devices of `resource` allocated or reserved, by any pod (`Some(uid)`:
+    /// by that pod only).
+    fn in_use(&self, resource: &str, pod: Option<&str>) -> BTreeSet<String> {
+        let mut out = match pod {
+            Some(uid) => self.pod_devices.pod_in_use(uid, resource),
+            None => self.pod_devices.in_use(resource),
+        };
+        for ((uid, _), m) in &self.reserved {
+            if pod.is_none_or(|p| p == uid)
+                && let Some(ids) = m.get(resource)
+            {
+                out.extend(ids.iter().cloned());
+            }
+        }
+        out
+    }
+
+    fn release_reservations(&mut self, pod_uid: &str) {
+        self.reserved.retain(|(uid, _), _| uid != pod_uid);
+    }
 }
 
 /// The Device Manager of one node agent.
@@ -86,12 +116,18 @@ pub struct DeviceManager {
     /// Admissions one at a time, so two pods never pick the same device.
     admit_lock: tokio::sync::Mutex<()>,
     call_timeout: Duration,
+    /// The machine's NUMA node ids, over which device hints are built.
+    numa_nodes: Vec<usize>,
 }
 
 impl DeviceManager {
     /// Loads the checkpoint of `dir` (the device-plugins directory) and serves
-    /// the Registration service on its `kubelet.sock`.
-    pub async fn start(dir: PathBuf) -> Result<Arc<DeviceManager>, DeviceManagerError> {
+    /// the Registration service on its `kubelet.sock`; `numa_nodes` are the
+    /// machine's NUMA node ids.
+    pub async fn start(
+        dir: PathBuf,
+        numa_nodes: Vec<usize>,
+    ) -> Result<Arc<DeviceManager>, DeviceManagerError> {
         std::fs::create_dir_all(&dir)?;
         let mut state = State::default();
         if let Some(cp) =
@@ -121,6 +157,7 @@ impl DeviceManager {
             state: Mutex::new(state),
             admit_lock: tokio::sync::Mutex::new(()),
             call_timeout: Duration::from_secs(10),
+            numa_nodes,
         });
         endpoint::serve_registration(dm.clone()).await?;
         Ok(dm)
@@ -253,11 +290,12 @@ impl DeviceManager {
         for (r, requested) in &totals {
             let (used, held) = {
                 let st = self.lock();
-                let held = st.pod_devices.pod_in_use(&uid, r).len() as i64;
-                (st.pod_devices.in_use(r).len() as i64 - held, held)
+                let held = st.in_use(r, Some(&uid)).len() as i64;
+                (st.in_use(r, None).len() as i64 - held, held)
             };
             let capacity = allocatable.get(r).map(Quantity::value).unwrap_or(0);
             if held < *requested && used + requested > capacity {
+                self.lock().release_reservations(&uid);
                 return Some((
                     format!("OutOf{r}"),
                     format!(
@@ -272,6 +310,7 @@ impl DeviceManager {
                     continue;
                 }
                 if let Err(e) = self.allocate(&uid, &c.name, &r, n as usize).await {
+                    self.lock().release_reservations(&uid);
                     return Some((
                         UNEXPECTED_ADMISSION_ERROR.into(),
                         format!("Allocate failed due to {e}, which is unexpected"),
@@ -295,9 +334,21 @@ impl DeviceManager {
         {
             return Ok(());
         }
+        let key = (uid.to_string(), container.to_string());
+        let reserved = self
+            .lock()
+            .reserved
+            .get(&key)
+            .and_then(|m| m.get(resource))
+            .cloned();
         let healthy = self.healthy(resource).unwrap_or_default();
-        let in_use = self.lock().pod_devices.in_use(resource);
-        let mut ids = pod_devices::pick(resource, needed, &healthy, &in_use)?;
+        let mut ids = match &reserved {
+            Some(ids) => ids.clone(),
+            None => {
+                let in_use = self.lock().in_use(resource, None);
+                pod_devices::pick(resource, needed, &healthy, &in_use)?
+            }
+        };
         let (socket, options) = {
             let st = self.lock();
             let r = st.resources.get(resource);
@@ -311,7 +362,9 @@ impl DeviceManager {
             format!("no healthy devices present; cannot allocate unhealthy devices {resource}")
         })?;
         let plugin = endpoint::PluginClient::connect(socket, self.call_timeout)?;
-        if options.get_preferred_allocation_available {
+        // A NUMA-aligned reservation is kept; the plugin chooses otherwise.
+        if options.get_preferred_allocation_available && reserved.is_none() {
+            let in_use = self.lock().in_use(resource, None);
             let available: Vec<String> = healthy.difference(&in_use).cloned().collect();
             match plugin.preferred(available.clone(), needed).await {
                 Ok(pref) => {
@@ -329,7 +382,14 @@ impl DeviceManager {
         }
         let response = plugin.allocate(ids.clone()).await?;
         info!(pod = uid, container, %resource, devices = ?ids, "devices allocated");
-        self.lock().pod_devices.insert(
+        let mut st = self.lock();
+        if let Some(m) = st.reserved.get_mut(&key) {
+            m.remove(resource);
+            if m.is_empty() {
+                st.reserved.remove(&key);
+            }
+        }
+        st.pod_devices.insert(
             uid,
             container,
             resource,
@@ -338,6 +398,7 @@ impl DeviceManager {
                 response,
             },
         );
+        drop(st);
         self.checkpoint();
         Ok(())
     }
@@ -381,9 +442,20 @@ impl DeviceManager {
 
     /// Frees a pod's devices (it terminated or was removed).
     pub fn remove_pod(&self, uid: &str) {
-        if self.lock().pod_devices.remove_pod(uid) {
+        let removed = {
+            let mut st = self.lock();
+            st.release_reservations(uid);
+            st.pod_devices.remove_pod(uid)
+        };
+        if removed {
             self.checkpoint();
         }
+    }
+
+    /// Drops the devices the Topology Manager reserved for a pod it then
+    /// rejected.
+    pub fn release_reservations(&self, uid: &str) {
+        self.lock().release_reservations(uid);
     }
 
     /// The devices a container holds, per resource.
@@ -594,7 +666,9 @@ mod tests {
     async fn manager_with_a_plugin_over_sockets() {
         let dir = std::env::temp_dir().join(format!("berth-dm-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let dm = DeviceManager::start(dir.clone()).await.expect("start");
+        let dm = DeviceManager::start(dir.clone(), vec![0])
+            .await
+            .expect("start");
         let d0 = Arc::new(AtomicBool::new(true));
         let source = Fake {
             d0_healthy: d0.clone(),
@@ -643,7 +717,9 @@ mod tests {
         // Agent restart: a new manager on the same directory reads the
         // checkpoint, re-creates kubelet.sock, and the plugin registers again.
         drop(dm);
-        let dm = DeviceManager::start(dir.clone()).await.expect("restart");
+        let dm = DeviceManager::start(dir.clone(), vec![0])
+            .await
+            .expect("restart");
         assert_eq!(dm.container_devices("a", "c"), held);
         assert_eq!(
             allocatable(&dm),

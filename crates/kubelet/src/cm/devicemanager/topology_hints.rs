@@ -61,6 +61,42 @@ pub fn device_hints(
     Some(hints)
 }
 
+/// Upstream's `filterByAffinity` order for `needed` devices of a container
+/// admitted on the NUMA nodes of `mask`: devices on those nodes first (by
+/// node, then id), then devices without a topology, then the rest. An error
+/// (upstream's message) when fewer than `needed` are available.
+pub fn pick_aligned(
+    resource: &str,
+    needed: usize,
+    mask: &BitMask,
+    affinity: &BTreeMap<String, Vec<usize>>,
+    available: &BTreeSet<String>,
+) -> Result<Vec<String>, String> {
+    if available.len() < needed {
+        return Err(format!(
+            "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
+            available.len()
+        ));
+    }
+    let mut ranked: Vec<(u8, usize, &String)> = available
+        .iter()
+        .map(|id| {
+            let nodes = affinity.get(id).map(Vec::as_slice).unwrap_or_default();
+            match nodes.iter().copied().filter(|n| mask.is_set(*n)).min() {
+                Some(n) => (0, n, id),
+                None if nodes.is_empty() => (1, 0, id),
+                None => (2, 0, id),
+            }
+        })
+        .collect();
+    ranked.sort();
+    Ok(ranked
+        .into_iter()
+        .take(needed)
+        .map(|(_, _, id)| id.clone())
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +180,59 @@ mod tests {
             let got = device_hints(&[0, 1], &aff, &available, &reusable, request);
             assert_eq!(masks(&got), want, "{what}");
         }
+        let mask = |n: &[usize]| BitMask::new(n).unwrap();
+        type PickCase<'a> = (
+            &'a str,
+            &'a [usize],
+            &'a [&'a str],
+            usize,
+            Result<Vec<&'a str>, String>,
+        );
+        let picks: Vec<PickCase> = vec![
+            (
+                "node 1's devices first",
+                &[1],
+                &["g0", "g1", "g2", "g3"],
+                2,
+                Ok(vec!["g2", "g3"]),
+            ),
+            (
+                "then the others",
+                &[1],
+                &["g0", "g1", "g3"],
+                2,
+                Ok(vec!["g3", "g0"]),
+            ),
+            (
+                "both nodes: by node",
+                &[0, 1],
+                &["g3", "g1"],
+                2,
+                Ok(vec!["g1", "g3"]),
+            ),
+            (
+                "too few",
+                &[0],
+                &["g0"],
+                2,
+                Err(
+                    "requested number of devices unavailable for r. Requested: 2, Available: 1"
+                        .into(),
+                ),
+            ),
+        ];
+        for (what, nodes, available, needed, want) in picks {
+            let got = pick_aligned("r", needed, &mask(nodes), &aff, &ids(available));
+            let want = want.map(|v| v.into_iter().map(String::from).collect::<Vec<_>>());
+            assert_eq!(got, want, "{what}");
+        }
+        // A device without a topology comes after the aligned ones, before the rest.
+        let mut mixed = aff.clone();
+        mixed.insert("x".into(), vec![]);
+        assert_eq!(
+            pick_aligned("r", 3, &mask(&[1]), &mixed, &ids(&["g0", "g2", "x"])).unwrap(),
+            vec!["g2", "x", "g0"]
+        );
         // No device reports a NUMA node: no preference.
         let flat: BTreeMap<String, Vec<usize>> = [("d".to_string(), vec![])].into();
         assert_eq!(

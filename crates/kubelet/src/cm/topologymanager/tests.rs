@@ -27,7 +27,7 @@ fn manager(policy: &str, scope: Scope, dir: &TempDir) -> Manager {
         scope,
         options: Default::default(),
     };
-    Manager::new(cfg, numa, Arc::new(cpus)).unwrap()
+    Manager::new(cfg, numa, Arc::new(cpus), None).unwrap()
 }
 
 fn pod(containers: &[(&str, &str)]) -> Pod {
