@@ -11,6 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use berth_topology::machine::{RealSysfs, Sysfs};
+
 use anyhow::{Context, Result};
 use berth_kubelet::cm::devicemanager::pb;
 use berth_kubelet::cm::devicemanager::plugin::{self, DeviceSource};
@@ -126,15 +128,9 @@ impl DeviceSource for Sample {
         self.ids
             .iter()
             .enumerate()
-            .map(|(i, id)| pb::Device {
-                topology: self
-                    .numa
-                    .get(i)
-                    .filter(|n| **n >= 0)
-                    .map(|n| pb::TopologyInfo {
-                        nodes: vec![pb::NumaNode { id: *n }],
-                    }),
-                ..device(id.clone())
+            .map(|(i, id)| {
+                let node = self.numa.get(i).copied().filter(|n| *n >= 0);
+                with_numa(id.clone(), node)
             })
             .collect()
     }
@@ -156,26 +152,103 @@ impl DeviceSource for Sample {
 }
 
 struct Nvidia {
-    /// GPU indices from /dev/nvidiaN.
-    gpus: Vec<u32>,
+    gpus: Vec<Gpu>,
+}
+
+/// One NVIDIA GPU: its `/dev/nvidia<minor>` and NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Gpu {
+    minor: u32,
+    numa_node: Option<i64>,
+}
+
+/// NVIDIA GPUs from sysfs: PCI devices of vendor 0x10de and class VGA
+/// (0x0300) or 3D controller (0x0302), each with its `numa_node` (-1: none)
+/// and its minor number from the driver's
+/// `/proc/driver/nvidia/gpus/<address>/information` (`Device Minor: N`), or
+/// its rank in address order where the driver names none at all.
+fn discover_gpus(fs: &dyn Sysfs) -> Vec<Gpu> {
+    let mut addrs = fs.list("/sys/bus/pci/devices").unwrap_or_default();
+    addrs.sort();
+    let read = |path: String| {
+        fs.read(&path)
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut gpus: Vec<(Option<u32>, Option<i64>)> = Vec::new();
+    for addr in addrs {
+        let dir = format!("/sys/bus/pci/devices/{addr}");
+        let class = read(format!("{dir}/class"));
+        if read(format!("{dir}/vendor")) != "0x10de"
+            || !(class.starts_with("0x0300") || class.starts_with("0x0302"))
+        {
+            continue;
+        }
+        let minor: Option<u32> = read(format!("/proc/driver/nvidia/gpus/{addr}/information"))
+            .lines()
+            .find_map(|l| l.strip_prefix("Device Minor:"))
+            .and_then(|m| m.trim().parse().ok());
+        let numa_node = read(format!("{dir}/numa_node"))
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0);
+        gpus.push((minor, numa_node));
+    }
+    // Where the driver names minors, a GPU it does not drive (bound to
+    // vfio, say) has no /dev/nvidia node of its own.
+    let driven = gpus.iter().any(|(m, _)| m.is_some());
+    let mut out: Vec<Gpu> = gpus
+        .into_iter()
+        .enumerate()
+        .filter_map(|(rank, (minor, numa_node))| {
+            let minor = if driven { minor? } else { rank as u32 };
+            Some(Gpu { minor, numa_node })
+        })
+        .collect();
+    out.sort_by_key(|g| g.minor);
+    out
 }
 
 impl Nvidia {
+    /// The GPUs sysfs lists that have a device node; without sysfs entries
+    /// (a container without /sys/bus/pci), the `/dev/nvidiaN` nodes alone.
     fn discover() -> Nvidia {
-        let mut gpus: Vec<u32> = std::fs::read_dir("/dev")
+        let mut gpus: Vec<Gpu> = discover_gpus(&RealSysfs::new())
             .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("nvidia"))
-                    .and_then(|n| n.parse().ok())
-            })
+            .filter(|g| Path::new(&format!("/dev/nvidia{}", g.minor)).exists())
             .collect();
-        gpus.sort_unstable();
+        if gpus.is_empty() {
+            let mut minors: Vec<u32> = std::fs::read_dir("/dev")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix("nvidia"))
+                        .and_then(|n| n.parse().ok())
+                })
+                .collect();
+            minors.sort_unstable();
+            gpus = minors
+                .into_iter()
+                .map(|minor| Gpu {
+                    minor,
+                    numa_node: None,
+                })
+                .collect();
+        }
         tracing::info!(?gpus, "NVIDIA GPUs found");
         Nvidia { gpus }
+    }
+}
+
+fn with_numa(id: String, node: Option<i64>) -> pb::Device {
+    pb::Device {
+        topology: node.map(|id| pb::TopologyInfo {
+            nodes: vec![pb::NumaNode { id }],
+        }),
+        ..device(id)
     }
 }
 
@@ -212,7 +285,7 @@ impl DeviceSource for Nvidia {
     fn devices(&self) -> Vec<pb::Device> {
         self.gpus
             .iter()
-            .map(|i| device(format!("nvidia{i}")))
+            .map(|g| with_numa(format!("nvidia{}", g.minor), g.numa_node))
             .collect()
     }
 
@@ -253,6 +326,43 @@ impl DeviceSource for Nvidia {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_topology::machine::FakeSysfs;
+
+    #[test]
+    fn nvidia_gpus_come_from_pci_with_their_numa_node_and_minor() {
+        let mut fs = FakeSysfs::default();
+        // (address, vendor, class, numa_node, driver's minor)
+        let devices = [
+            ("0000:3b:00.0", "0x10de", "0x030200", "1", Some("0")),
+            ("0000:3b:00.1", "0x10de", "0x040300", "1", None), // its audio function
+            ("0000:af:00.0", "0x10de", "0x030000", "-1", None), // no driver info
+            ("0000:00:02.0", "0x8086", "0x030000", "0", None), // not NVIDIA
+            ("0000:5e:00.0", "0x10de", "0x030200", "0", Some("1")),
+        ];
+        for (addr, vendor, class, node, minor) in devices {
+            let dir = format!("/sys/bus/pci/devices/{addr}");
+            fs.set(&format!("{dir}/vendor"), format!("{vendor}\n"));
+            fs.set(&format!("{dir}/class"), format!("{class}\n"));
+            fs.set(&format!("{dir}/numa_node"), format!("{node}\n"));
+            if let Some(m) = minor {
+                fs.set(
+                    &format!("/proc/driver/nvidia/gpus/{addr}/information"),
+                    format!("Model: \t\t NVIDIA H100\nDevice Minor: \t {m}\n"),
+                );
+            }
+        }
+        let gpu = |minor, numa_node| Gpu { minor, numa_node };
+        // The driver names two minors: the GPU it does not drive is left out.
+        assert_eq!(discover_gpus(&fs), [gpu(0, Some(1)), gpu(1, Some(0))]);
+        // No driver information at all: ranks in address order.
+        fs.files.retain(|k, _| !k.starts_with("/proc/"));
+        assert_eq!(
+            discover_gpus(&fs),
+            [gpu(0, Some(1)), gpu(1, Some(0)), gpu(2, None)]
+        );
+        let d = with_numa("nvidia0".into(), Some(1));
+        assert_eq!(d.topology.map(|t| t.nodes[0].id), Some(1));
+    }
 
     #[test]
     fn sample_allocation_gives_env_and_mounts() {

@@ -233,7 +233,8 @@ fn restricted_gives_the_aligned_device_and_rejects_an_unaligned_one() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(entries.len(), 1, "{cp}");
-    assert_eq!(entries[0]["DeviceIDs"]["-1"], json!(["sample-1"]), "{cp}");
+    // Keyed by the device's NUMA node, as upstream's checkpoint.
+    assert_eq!(entries[0]["DeviceIDs"], json!({"0": ["sample-1"]}), "{cp}");
 
     s.k(&[
         "delete",

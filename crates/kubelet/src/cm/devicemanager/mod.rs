@@ -476,7 +476,15 @@ impl DeviceManager {
                 .iter()
                 .map(|(r, s)| (r.clone(), s.devices.keys().cloned().collect()))
                 .collect();
-            st.pod_devices.to_checkpoint(&registered)
+            let numa = |r: &str, id: &str| -> Vec<i64> {
+                st.resources
+                    .get(r)
+                    .and_then(|x| x.devices.get(id))
+                    .and_then(|d| d.topology.as_ref())
+                    .map(|t| t.nodes.iter().map(|n| n.id).collect())
+                    .unwrap_or_default()
+            };
+            st.pod_devices.to_checkpoint(&registered, &numa)
         };
         if let Err(e) = pod_devices::write_checkpoint(&self.dir, &cp) {
             warn!(error = %e, "writing the device manager checkpoint");

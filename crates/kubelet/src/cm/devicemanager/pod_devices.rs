@@ -81,7 +81,24 @@ impl PodDevices {
 
     /// The checkpoint's JSON (upstream's field names; the response is its
     /// protobuf encoding in base64, as Go marshals `[]byte`).
-    pub fn to_checkpoint(&self, registered: &BTreeMap<String, Vec<String>>) -> Checkpoint {
+    /// `numa(resource, device)` gives a device's NUMA nodes: upstream keys
+    /// the devices by node (a device on two nodes under both), `-1` for none.
+    pub fn to_checkpoint(
+        &self,
+        registered: &BTreeMap<String, Vec<String>>,
+        numa: &dyn Fn(&str, &str) -> Vec<i64>,
+    ) -> Checkpoint {
+        let by_node = |r: &str, ids: &[String]| {
+            let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for id in ids {
+                let nodes = numa(r, id);
+                let keys = if nodes.is_empty() { vec![-1] } else { nodes };
+                for n in keys {
+                    out.entry(n.to_string()).or_default().push(id.clone());
+                }
+            }
+            out
+        };
         let entries = self
             .entries
             .iter()
@@ -90,8 +107,7 @@ impl PodDevices {
                     pod_uid: uid.clone(),
                     container_name: c.clone(),
                     resource_name: r.clone(),
-                    // Devices are keyed by NUMA node upstream; -1 is "no affinity".
-                    device_ids: [("-1".to_string(), a.device_ids.clone())].into(),
+                    device_ids: by_node(r, &a.device_ids),
                     alloc_resp: base64::engine::general_purpose::STANDARD
                         .encode(a.response.encode_to_vec()),
                 })
@@ -113,7 +129,12 @@ impl PodDevices {
                 .map_err(|err| format!("entry {}/{}: {err}", e.pod_uid, e.container_name))?;
             let response = ContainerAllocateResponse::decode(bytes.as_slice())
                 .map_err(|err| format!("entry {}/{}: {err}", e.pod_uid, e.container_name))?;
-            let device_ids = e.device_ids.values().flatten().cloned().collect();
+            let mut device_ids: Vec<String> = Vec::new();
+            for id in e.device_ids.values().flatten() {
+                if !device_ids.contains(id) {
+                    device_ids.push(id.clone());
+                }
+            }
             out.insert(
                 &e.pod_uid,
                 &e.container_name,
@@ -266,9 +287,37 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("tmp dir");
         assert_eq!(read_checkpoint(&dir), Ok(None));
         let registered = [("example.com/sample".to_string(), vec!["dev-0".to_string()])].into();
-        write_checkpoint(&dir, &pd.to_checkpoint(&registered)).expect("write");
+        // dev-1 sits on both NUMA nodes, x has no topology.
+        let numa = |_: &str, id: &str| match id {
+            "dev-0" => vec![0],
+            "dev-1" => vec![0, 1],
+            _ => vec![],
+        };
+        write_checkpoint(&dir, &pd.to_checkpoint(&registered, &numa)).expect("write");
         let cp = read_checkpoint(&dir).expect("read").expect("present");
         assert_eq!(cp.data.registered_devices, registered);
+        let keys: Vec<(String, BTreeMap<String, Vec<String>>)> = cp
+            .data
+            .pod_device_entries
+            .iter()
+            .map(|e| (e.container_name.clone(), e.device_ids.clone()))
+            .collect();
+        let ids = |v: &[(&str, &[&str])]| -> BTreeMap<String, Vec<String>> {
+            v.iter()
+                .map(|(k, l)| (k.to_string(), l.iter().map(|s| s.to_string()).collect()))
+                .collect()
+        };
+        assert_eq!(
+            keys,
+            [
+                ("c1".to_string(), ids(&[("0", &["dev-0"])])),
+                (
+                    "c2".to_string(),
+                    ids(&[("0", &["dev-1"]), ("1", &["dev-1"])])
+                ),
+                ("c1".to_string(), ids(&[("-1", &["x"])])),
+            ]
+        );
         assert_eq!(PodDevices::from_checkpoint(&cp), Ok(pd.clone()));
         let _ = std::fs::remove_dir_all(&dir);
 
