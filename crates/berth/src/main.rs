@@ -111,6 +111,15 @@ struct SimNodeArgs {
     /// in the Node annotation `node.berth.dev/numa-topology`.
     #[arg(long, default_value_t = 0)]
     sim_numa_nodes: u32,
+    /// The simulated nodes' Topology Manager: `none`, or `single-numa-node`
+    /// (pods' exclusive CPUs and devices placed on one cell each, or rejected
+    /// with TopologyAffinityError; the cells' free resources published in the
+    /// Node annotation `node.berth.dev/numa-resources`). Needs --sim-numa-nodes.
+    #[arg(long, default_value = "none")]
+    sim_topology_manager_policy: String,
+    /// `container` or `pod`, as --topology-manager-scope.
+    #[arg(long, default_value = "container")]
+    sim_topology_manager_scope: String,
 }
 
 impl SimNodeArgs {
@@ -135,6 +144,23 @@ impl SimNodeArgs {
         cfg.taints = topology::parse_taints(&self.sim_node_taints).context("--sim-node-taints")?;
         cfg.numa = topology::split_evenly(self.sim_numa_nodes, &cfg.capacity)
             .context("--sim-numa-nodes")?;
+        match self.sim_topology_manager_policy.as_str() {
+            "none" => {}
+            "single-numa-node" if cfg.numa.is_empty() => {
+                anyhow::bail!(
+                    "--sim-topology-manager-policy single-numa-node needs --sim-numa-nodes"
+                )
+            }
+            "single-numa-node" => {}
+            other => anyhow::bail!(
+                "--sim-topology-manager-policy: {other:?}: the simulator models none and single-numa-node"
+            ),
+        }
+        cfg.topology_manager_policy = self.sim_topology_manager_policy.clone();
+        cfg.topology_manager_scope = self
+            .sim_topology_manager_scope
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--sim-topology-manager-scope: {e}"))?;
         Ok(cfg)
     }
 }

@@ -8,7 +8,9 @@
 //! - [`machine`]: the machine's CPUs, NUMA nodes and PCI devices from sysfs,
 //!   behind the [`machine::Sysfs`] trait (a fake tree for tests);
 //! - [`cpuset`] and [`cpu_assignment`]: Linux cpulists and the static CPU
-//!   policy's allocation and hints.
+//!   policy's allocation and hints;
+//! - [`numa_fit`]: the cells' free exclusive resources a node publishes and
+//!   the `single-numa-node` fit the scheduler and the simulator share.
 //!
 //! Pure logic over plain data: no async, no I/O except the sysfs reader.
 #![forbid(unsafe_code)]
@@ -19,6 +21,7 @@ pub mod cpuset;
 pub mod hint;
 pub mod machine;
 pub mod merge;
+pub mod numa_fit;
 pub mod policy;
 pub mod provider;
 pub mod scope;

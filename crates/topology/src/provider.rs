@@ -48,7 +48,62 @@ pub struct PodResources {
     pub containers: Vec<ContainerResources>,
 }
 
+fn milli(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
+    berth_api::quantity::Quantity::parse(&q.0).map_or(0, |q| q.milli_value())
+}
+
+fn container(c: &k8s_openapi::api::core::v1::Container, sidecar: bool) -> ContainerResources {
+    type List = BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
+    let list = |m: Option<&List>| {
+        m.map(|m| m.iter().map(|(k, v)| (k.clone(), milli(v))).collect())
+            .unwrap_or_default()
+    };
+    let r = c.resources.as_ref();
+    ContainerResources {
+        name: c.name.clone(),
+        requests: list(r.and_then(|r| r.requests.as_ref())),
+        limits: list(r.and_then(|r| r.limits.as_ref())),
+        sidecar,
+    }
+}
+
 impl PodResources {
+    /// The pod as the resource managers see it, its QoS class computed as
+    /// upstream's (for callers that have not computed it).
+    pub fn of_pod(pod: &k8s_openapi::api::core::v1::Pod) -> PodResources {
+        let qos = serde_json::to_value(pod)
+            .map(|v| berth_api::qos::qos_class(&v))
+            .unwrap_or("BestEffort");
+        let qos = match qos {
+            "Guaranteed" => QosClass::Guaranteed,
+            "Burstable" => QosClass::Burstable,
+            _ => QosClass::BestEffort,
+        };
+        Self::from_pod(pod, qos)
+    }
+
+    /// The pod as the resource managers see it, with its QoS class.
+    pub fn from_pod(pod: &k8s_openapi::api::core::v1::Pod, qos: QosClass) -> PodResources {
+        let spec = pod.spec.as_ref();
+        PodResources {
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            qos,
+            init_containers: spec
+                .and_then(|s| s.init_containers.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|c| container(c, c.restart_policy.as_deref() == Some("Always")))
+                .collect(),
+            containers: spec
+                .into_iter()
+                .flat_map(|s| &s.containers)
+                .map(|c| container(c, false))
+                .collect(),
+        }
+    }
+
     /// Init containers then app containers, the order upstream admits them in.
     pub fn all_containers(&self) -> impl Iterator<Item = &ContainerResources> {
         self.init_containers.iter().chain(&self.containers)

@@ -9,13 +9,12 @@
 //! ends Failed with `TopologyAffinityError` and `Resources cannot be
 //! allocated with Topology locality`, and what it was given is released.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use berth_topology::provider::{ContainerResources, HintProvider, PodResources, QosClass};
+use berth_topology::provider::{HintProvider, PodResources, QosClass};
 use berth_topology::{NumaInfo, PolicyError, TopologyManager, new_policy};
 pub use berth_topology::{PolicyOptions, Scope};
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
 use super::cpumanager::CpuManager;
 use super::devicemanager::DeviceManager;
@@ -49,49 +48,14 @@ pub struct Manager {
     admitting: Mutex<()>,
 }
 
-fn milli(q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> i64 {
-    berth_api::quantity::Quantity::parse(&q.0).map_or(0, |q| q.milli_value())
-}
-
-fn container(c: &Container, sidecar: bool) -> ContainerResources {
-    let list =
-        |m: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
-            m.map(|m| m.iter().map(|(k, v)| (k.clone(), milli(v))).collect())
-                .unwrap_or_default()
-        };
-    let r = c.resources.as_ref();
-    ContainerResources {
-        name: c.name.clone(),
-        requests: list(r.and_then(|r| r.requests.as_ref())),
-        limits: list(r.and_then(|r| r.limits.as_ref())),
-        sidecar,
-    }
-}
-
 /// The pod as the hint providers see it.
 pub fn pod_resources(pod: &Pod, qos: Qos) -> PodResources {
-    let spec = pod.spec.clone().unwrap_or_default();
-    PodResources {
-        uid: pod.metadata.uid.clone().unwrap_or_default(),
-        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        qos: match qos {
-            Qos::Guaranteed => QosClass::Guaranteed,
-            Qos::Burstable => QosClass::Burstable,
-            Qos::BestEffort => QosClass::BestEffort,
-        },
-        init_containers: spec
-            .init_containers
-            .iter()
-            .flatten()
-            .map(|c| container(c, c.restart_policy.as_deref() == Some("Always")))
-            .collect(),
-        containers: spec
-            .containers
-            .iter()
-            .map(|c| container(c, false))
-            .collect(),
-    }
+    let qos = match qos {
+        Qos::Guaranteed => QosClass::Guaranteed,
+        Qos::Burstable => QosClass::Burstable,
+        Qos::BestEffort => QosClass::BestEffort,
+    };
+    PodResources::from_pod(pod, qos)
 }
 
 impl Manager {

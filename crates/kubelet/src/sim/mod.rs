@@ -16,6 +16,7 @@
 mod pods;
 pub mod readiness;
 pub mod stats;
+mod topology;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -56,6 +57,10 @@ pub struct SimConfig {
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub numa: Vec<node::NumaNode>,
+    /// The nodes' Topology Manager policy: `none` or `single-numa-node`
+    /// (`topology.rs`), and its scope.
+    pub topology_manager_policy: String,
+    pub topology_manager_scope: berth_topology::Scope,
     /// Time a pod spends in ContainerCreating before Running.
     pub start_delay: Duration,
     /// Upper bound on how long a deleted pod takes to stop (its grace period, capped).
@@ -77,6 +82,8 @@ impl Default for SimConfig {
             labels: BTreeMap::from([("type".to_string(), "berth-sim".to_string())]),
             taints: Vec::new(),
             numa: Vec::new(),
+            topology_manager_policy: "none".into(),
+            topology_manager_scope: berth_topology::Scope::Container,
             start_delay: Duration::from_secs(1),
             max_termination: Duration::from_secs(1),
             stats_base: None,

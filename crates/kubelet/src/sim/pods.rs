@@ -5,9 +5,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_topology::numa_fit;
+use berth_topology::provider::{TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE};
 use chrono::{SecondsFormat, Utc};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::WatchStreamExt;
@@ -44,6 +46,8 @@ pub(super) struct PodDriver {
     used_ips: HashMap<String, BTreeSet<u8>>,
     pods: HashMap<String, Tracked>,
     permits: Arc<Semaphore>,
+    /// The nodes' NUMA cells under `single-numa-node`, if simulated.
+    topology: Option<super::topology::SimTopology>,
 }
 
 impl PodDriver {
@@ -53,14 +57,16 @@ impl PodDriver {
         names: Arc<HashSet<String>>,
         subnets: HashMap<String, (String, String)>,
     ) -> Self {
+        let topology = super::topology::SimTopology::new(&cfg, &names);
         PodDriver {
             client,
-            cfg,
             names,
             subnets,
             used_ips: HashMap::new(),
             pods: HashMap::new(),
             permits: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            topology,
+            cfg,
         }
     }
 
@@ -71,8 +77,17 @@ impl PodDriver {
         let bound = berth_runtime::reflect::informer_config().fields("spec.nodeName!=");
         let mut events = watcher::watcher(api, bound).default_backoff().boxed();
         let mut seen: HashSet<String> = HashSet::new();
+        // Published NUMA state goes out in batches, one patch per changed node.
+        let mut publish = tokio::time::interval(Duration::from_millis(500));
         loop {
-            match events.try_next().await {
+            let next = tokio::select! {
+                e = events.try_next() => e,
+                _ = publish.tick() => {
+                    self.publish_topology();
+                    continue;
+                }
+            };
+            match next {
                 Ok(Some(Event::Apply(p))) => self.on_pod(p),
                 Ok(Some(Event::InitApply(p))) => {
                     if let Some(uid) = p.metadata.uid.clone() {
@@ -104,7 +119,48 @@ impl PodDriver {
         }
     }
 
+    fn publish_topology(&mut self) {
+        let Some(t) = self.topology.as_mut() else {
+            return;
+        };
+        for (node, state) in t.take_dirty() {
+            let api: Api<Node> = Api::all(self.client.clone());
+            let permits = self.permits.clone();
+            tokio::spawn(async move {
+                let _permit = permits.acquire().await;
+                let patch = json!({"metadata": {"annotations": {numa_fit::ANNOTATION: state}}});
+                if let Err(e) = api
+                    .patch(&node, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    warn!(%node, error = %e, "publishing the NUMA cells");
+                }
+            });
+        }
+    }
+
+    /// The simulated Topology Manager's refusal: Failed, as the agent's.
+    fn spawn_reject(&self, pod: &Pod) {
+        let api: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let permits = self.permits.clone();
+        let status = json!({
+            "phase": "Failed",
+            "reason": TOPOLOGY_AFFINITY_ERROR,
+            "message": format!("Pod was rejected: {TOPOLOGY_AFFINITY_MESSAGE}"),
+        });
+        tokio::spawn(async move {
+            let _ = patch_status(&api, &name, &permits, status).await;
+        });
+    }
+
     fn forget(&mut self, uid: &str) {
+        if let Some(t) = self.topology.as_mut() {
+            t.release(uid);
+        }
         if let Some(t) = self.pods.remove(uid)
             && let Some(ip) = t.ip
             && let Some(set) = self.used_ips.get_mut(&t.node)
@@ -144,7 +200,7 @@ impl PodDriver {
                 .and_then(|s| s.pod_ip.as_deref())
                 .and_then(|ip| ip.rsplit('.').next())
                 .and_then(|o| o.parse::<u8>().ok());
-            let ip = match existing {
+            let mut ip = match existing {
                 Some(o) => {
                     self.used_ips.entry(node.clone()).or_default().insert(o);
                     Some(o)
@@ -152,11 +208,25 @@ impl PodDriver {
                 None if phase == "Succeeded" || phase == "Failed" => None,
                 None => self.allocate_ip(&node),
             };
-            let stage = if phase == "Pending" || phase.is_empty() {
+            let mut stage = if phase == "Pending" || phase.is_empty() {
                 Stage::Starting
             } else {
                 Stage::Settled
             };
+            let finished = phase == "Succeeded" || phase == "Failed";
+            if !finished
+                && let Some(t) = self.topology.as_mut()
+                && !t.admit(&node, &pod)
+                && stage == Stage::Starting
+            {
+                self.spawn_reject(&pod);
+                stage = Stage::Settled;
+                if let Some(o) = ip.take()
+                    && let Some(set) = self.used_ips.get_mut(&node)
+                {
+                    set.remove(&o);
+                }
+            }
             self.pods.insert(
                 uid.clone(),
                 Tracked {
@@ -168,6 +238,11 @@ impl PodDriver {
             if stage == Stage::Starting {
                 self.spawn_start(&pod, &node, ip);
             }
+        }
+        if (phase == "Succeeded" || phase == "Failed")
+            && let Some(t) = self.topology.as_mut()
+        {
+            t.release(&uid);
         }
         if pod.metadata.deletion_timestamp.is_some()
             && let Some(t) = self.pods.get_mut(&uid)

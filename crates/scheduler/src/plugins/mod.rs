@@ -14,6 +14,7 @@ pub mod nodeaffinity;
 pub mod nodename;
 pub mod nodeports;
 pub mod noderesources;
+pub mod noderesourcetopology;
 pub mod nodeunschedulable;
 pub mod nodevolumelimits;
 pub mod podtopologyspread;
@@ -177,6 +178,7 @@ pub fn new_framework_with(profile: &Profile, handle: &Handle) -> Result<Framewor
             nodevolumelimits::NAME => volume_limits.clone(),
             volumebinding::NAME => volume_binding.clone(),
             volumezone::NAME => Arc::new(volumezone::VolumeZone),
+            noderesourcetopology::NAME => Arc::new(noderesourcetopology::NodeResourceTopologyMatch),
             other => return Err(unknown("filter", other)),
         });
     }
