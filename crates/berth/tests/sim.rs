@@ -279,3 +279,141 @@ fn simulated_node_shape_from_flags() {
         "{err}"
     );
 }
+
+/// A Guaranteed pod of `cpu` CPUs (and one `example.com/gpu` if `gpu`) on
+/// `node` (`nodeName`) or scheduled onto a node with that hostname.
+fn numa_pod(
+    name: &str,
+    cpu: &str,
+    gpu: bool,
+    pinned: Option<&str>,
+    selected: Option<&str>,
+) -> String {
+    let mut r = serde_json::json!({"cpu": cpu, "memory": "1Gi"});
+    if gpu {
+        r["example.com/gpu"] = "1".into();
+    }
+    let mut spec = serde_json::json!({
+        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": r, "limits": r}}],
+    });
+    if let Some(n) = pinned {
+        spec["nodeName"] = n.into();
+    }
+    if let Some(n) = selected {
+        spec["nodeSelector"] = serde_json::json!({"kubernetes.io/hostname": n});
+    }
+    serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+        .to_string()
+}
+
+/// The seed's limit (2) on simulated nodes: `single-numa-node` admission on
+/// NUMA cells (4 CPUs and 1 GPU each), the cells' free resources published,
+/// a pod that fits the node's totals but no cell rejected with upstream's
+/// TopologyAffinityError, and the scheduler's NodeResourceTopologyMatch
+/// keeping such a pod off that node.
+#[test]
+fn simulated_single_numa_node_admission_and_the_topology_aware_filter() {
+    let dir = common::temp_dir("sim-numa");
+    std::fs::create_dir_all(&dir).expect("data dir");
+    let config = dir.join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  plugins:\n    filter:\n      enabled:\n      - name: NodeResourceTopologyMatch\n",
+    )
+    .expect("scheduler config");
+    let s = common::Server::start_with(
+        dir,
+        &[
+            "--simulate-nodes",
+            "2",
+            "--sim-node-capacity",
+            "cpu=8,memory=32Gi,example.com/gpu=2",
+            "--sim-numa-nodes",
+            "2",
+            "--sim-topology-manager-policy",
+            "single-numa-node",
+            "--scheduler-config",
+            config.to_str().expect("path"),
+        ],
+    );
+    let cells = |node: &str| -> Option<Value> {
+        let out = s.kubectl(&["get", "node", node, "-o", "json"]);
+        let node = serde_json::from_slice::<Value>(&out.stdout).ok()?;
+        let raw = node["metadata"]["annotations"]["node.berth.dev/numa-resources"].as_str()?;
+        serde_json::from_str(raw).ok()
+    };
+    let published = wait_for("sim-node-0's cells", Duration::from_secs(30), || {
+        cells("sim-node-0")
+    });
+    assert_eq!(
+        published,
+        serde_json::json!({"policy": "single-numa-node", "scope": "container", "pods": [], "cells": [
+            {"id": 0, "cpus": 4, "devices": {"example.com/gpu": 1}},
+            {"id": 1, "cpus": 4, "devices": {"example.com/gpu": 1}}
+        ]})
+    );
+    wait_for("sim-node-1 untainted", Duration::from_secs(30), || {
+        let out = s.kubectl(&["get", "node", "sim-node-1", "-o", "jsonpath={.spec.taints}"]);
+        (!common::stdout(&out).contains("not-ready")).then_some(())
+    });
+    let phase = |pod: &str| {
+        common::stdout(&s.kubectl(&["get", "pod", pod, "-o", "jsonpath={.status.phase}"]))
+    };
+    let apply = |body: String| {
+        let out = s.kubectl_stdin(&["apply", "-f", "-"], Some(&body));
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    };
+    // 3 CPUs + the GPU on cell 0, 3 CPUs on cell 1: 2 CPUs and a GPU remain
+    // on the node, on no single cell.
+    apply(numa_pod("x", "3", true, Some("sim-node-0"), None));
+    apply(numa_pod("y", "3", false, Some("sim-node-0"), None));
+    for p in ["x", "y"] {
+        wait_for(&format!("{p} Running"), Duration::from_secs(30), || {
+            (phase(p) == "Running").then_some(())
+        });
+    }
+    apply(numa_pod("z", "2", true, Some("sim-node-0"), None));
+    wait_for("z Failed", Duration::from_secs(30), || {
+        (phase("z") == "Failed").then_some(())
+    });
+    let z = s.k(&[
+        "get",
+        "pod",
+        "z",
+        "-o",
+        "jsonpath={.status.reason}: {.status.message}",
+    ]);
+    assert_eq!(
+        z,
+        "TopologyAffinityError: Pod was rejected: Resources cannot be allocated with Topology locality"
+    );
+    wait_for("x and y published", Duration::from_secs(30), || {
+        let c = cells("sim-node-0")?;
+        (c["cells"][0]["cpus"] == 1 && c["cells"][1]["cpus"] == 1).then_some(())
+    });
+    // The scheduler keeps the same pod off sim-node-0 and sends another to
+    // sim-node-1.
+    apply(numa_pod("w", "2", true, None, Some("sim-node-0")));
+    apply(numa_pod("v", "2", true, None, None));
+    wait_for("v Running", Duration::from_secs(30), || {
+        (phase("v") == "Running").then_some(())
+    });
+    assert_eq!(
+        s.k(&["get", "pod", "v", "-o", "jsonpath={.spec.nodeName}"]),
+        "sim-node-1"
+    );
+    let why = wait_for("w unschedulable", Duration::from_secs(30), || {
+        let out = s.kubectl(&[
+            "get",
+            "pod",
+            "w",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        ]);
+        let m = common::stdout(&out);
+        (!m.is_empty()).then_some(m)
+    });
+    // Container scope (the default), as scheduler-plugins words it.
+    assert!(why.contains("1 cannot align container"), "{why}");
+    assert_eq!(phase("w"), "Pending");
+}
