@@ -39,8 +39,9 @@ impl Default for TopologyManagerConfig {
 }
 
 pub struct Manager {
-    cfg: TopologyManagerConfig,
-    numa: NumaInfo,
+    /// The policy, scope and providers (the CPU Manager, then the Device
+    /// Manager), built once.
+    tm: TopologyManager,
     cpus: Arc<CpuManager>,
     devices: Option<Arc<DeviceManager>>,
     /// Pods are admitted one at a time, as by upstream's sync loop: two
@@ -67,10 +68,17 @@ impl Manager {
         cpus: Arc<CpuManager>,
         devices: Option<Arc<DeviceManager>>,
     ) -> Result<Manager, PolicyError> {
-        new_policy(&cfg.policy, numa.clone(), cfg.options.clone())?;
+        let mut providers: Vec<Arc<dyn HintProvider>> = vec![cpus.clone()];
+        if let Some(d) = &devices {
+            providers.push(d.clone());
+        }
+        let tm = TopologyManager {
+            policy: new_policy(&cfg.policy, numa, cfg.options)?,
+            scope: cfg.scope,
+            providers,
+        };
         Ok(Manager {
-            cfg,
-            numa,
+            tm,
             cpus,
             devices,
             admitting: Mutex::new(()),
@@ -78,61 +86,25 @@ impl Manager {
     }
 
     /// Admits the pod: None, or the rejection's reason and message. A
-    /// rejected pod's CPUs are released (admission is all or nothing).
+    /// rejected pod's CPUs and reserved devices are released (admission is
+    /// all or nothing).
     pub fn admit(&self, pod: &Pod, qos: Qos) -> Option<(String, String)> {
-        let policy = match new_policy(
-            &self.cfg.policy,
-            self.numa.clone(),
-            self.cfg.options.clone(),
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                return Some((
-                    berth_topology::provider::TOPOLOGY_AFFINITY_ERROR.into(),
-                    e.to_string(),
-                ));
-            }
-        };
-        let mut providers: Vec<Arc<dyn HintProvider>> = vec![self.cpus.clone()];
-        if let Some(d) = &self.devices {
-            providers.push(d.clone());
-        }
-        let tm = TopologyManager {
-            policy,
-            scope: self.cfg.scope,
-            providers,
-        };
         let resources = pod_resources(pod, qos);
         let _one_at_a_time = self
             .admitting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // A pod readmitted after an agent restart keeps what it holds.
-        let held = self.cpus.state().assignments.contains_key(&resources.uid);
-        match tm.admit(&resources) {
-            Ok(_) => None,
-            Err(e) => {
-                let hints: Vec<_> = tm
-                    .providers
-                    .iter()
-                    .map(|p| match self.cfg.scope {
-                        Scope::Pod => p.get_pod_topology_hints(&resources),
-                        Scope::Container => resources
-                            .all_containers()
-                            .flat_map(|c| p.get_topology_hints(&resources, c))
-                            .collect(),
-                    })
-                    .collect();
-                tracing::info!(pod = %resources.name, reason = %e.reason, ?hints, "Topology Manager rejected the pod");
-                if !held {
-                    self.cpus.remove_pod(&resources.uid);
-                }
-                if let Some(d) = &self.devices {
-                    d.release_reservations(&resources.uid);
-                }
-                Some((e.reason, e.message))
-            }
+        let held = self.cpus.holds(&resources.uid);
+        let e = self.tm.admit(&resources).err()?;
+        tracing::info!(pod = %resources.name, reason = %e.reason, "Topology Manager rejected the pod");
+        if !held {
+            self.cpus.remove_pod(&resources.uid);
         }
+        if let Some(d) = &self.devices {
+            d.release_reservations(&resources.uid);
+        }
+        Some((e.reason, e.message))
     }
 }
 

@@ -236,6 +236,11 @@ impl CpuManager {
         }
     }
 
+    /// Whether a pod holds exclusive CPUs.
+    pub fn holds(&self, uid: &str) -> bool {
+        self.lock().state.assignments.contains_key(uid)
+    }
+
     /// A copy of the state (the shared pool and the assignments).
     pub fn state(&self) -> State {
         self.lock().state.clone()
